@@ -1,0 +1,32 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Spotter",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "TFLiteFormat", targets: ["TFLiteFormat"]),
+        .library(name: "Inference", targets: ["Inference"]),
+        .executable(name: "spotter", targets: ["spotter"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Pure Swift, no C: reads untrusted .tflite bytes (FlatBuffers, FlexBuffers, metadata, zip).
+        .target(name: "TFLiteFormat"),
+        // Interpreter, memory planning, reference kernels, the post-process custom op.
+        .target(name: "Inference", dependencies: ["TFLiteFormat"]),
+        // The command-line shell.
+        .executableTarget(
+            name: "spotter",
+            dependencies: [
+                "TFLiteFormat", "Inference",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(name: "TestSupport", dependencies: ["Inference"], path: "Tests/TestSupport"),
+        .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
+        .testTarget(name: "InferenceTests", dependencies: ["Inference", "TFLiteFormat", "TestSupport"]),
+    ]
+)

@@ -1,0 +1,214 @@
+import Foundation
+import TFLiteFormat
+
+/// Runs a TensorFlow Lite model.
+///
+/// Loading prepares every operator (kernels, packed weights, quantization multipliers) and plans
+/// one arena in which tensors whose lifetimes do not overlap share memory; `invoke()` then runs the
+/// operators without allocating.
+///
+/// ```swift
+/// let interpreter = try Interpreter(model: try Model(contentsOf: url))
+/// try interpreter.copy(pixels, toInputAt: 0)
+/// try interpreter.invoke()
+/// let scores = try interpreter.output(at: 2).values(as: Float.self)
+/// ```
+///
+/// Not thread-safe: use one interpreter from one thread at a time (or behind an actor).
+public final class Interpreter {
+    /// How an interpreter is built.
+    public struct Options: Sendable {
+        /// Which kernels run the operators.
+        public enum Backend: String, Sendable, CaseIterable {
+            /// Pure-Swift kernels that reproduce TensorFlow Lite's reference integer arithmetic exactly.
+            case reference
+        }
+
+        /// Tensors whose memory is never reused, so they can be read after `invoke()`.
+        public enum Preserved: Sendable, Equatable {
+            case none
+            case all
+            case tensors(Set<Int>)
+        }
+
+        /// Threads for the backend's kernels. Default: the number of active processors.
+        public var threadCount: Int
+        /// Default: `.reference`.
+        public var backend: Backend
+        /// Default: `.none` (only inputs, outputs and constants can be read).
+        public var preservedTensors: Preserved
+        /// Upper bound on the planned arena, a guard against hostile models. Default: 4 GiB.
+        public var maxArenaBytes: Int
+
+        public init(
+            threadCount: Int = ProcessInfo.processInfo.activeProcessorCount, backend: Backend = .reference,
+            preservedTensors: Preserved = .none, maxArenaBytes: Int = 4 << 30
+        ) {
+            self.threadCount = threadCount
+            self.backend = backend
+            self.preservedTensors = preservedTensors
+            self.maxArenaBytes = maxArenaBytes
+        }
+    }
+
+    public let model: Model
+    public let options: Options
+    private let graph: Subgraph
+    private let shapes: [[Int]]
+    private let kernels: [Kernel]
+    private let arena: UnsafeMutableRawPointer
+    private let pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    private let readable: [Bool]
+    /// Bytes of the planned arena.
+    public let arenaByteCount: Int
+
+    /// Prepares `model` for running.
+    ///
+    /// - Throws: ``InterpreterError/unsupportedOperator(name:index:inputTypes:outputTypes:)`` for an
+    ///   operator no kernel runs, ``InterpreterError/invalidOperator(name:index:reason:)`` for
+    ///   inconsistent tensors, ``InterpreterError/arenaTooLarge(bytes:limit:)``.
+    public init(model: Model, options: Options = Options()) throws {
+        self.model = model
+        self.options = options
+        let graph = model.subgraph
+        self.graph = graph
+
+        let context = PrepareContext(model: model, graph: graph)
+        var kernels: [Kernel] = []
+        for op in graph.operators {
+            context.op = op
+            kernels.append(try ReferenceKernels.make(context))
+        }
+        self.kernels = kernels
+        self.shapes = context.shapes
+
+        let plan = try MemoryPlan(graph: graph, shapes: context.shapes, aliases: context.aliases, preserved: options.preservedTensors)
+        guard plan.arenaSize <= options.maxArenaBytes else {
+            throw InterpreterError.arenaTooLarge(bytes: plan.arenaSize, limit: options.maxArenaBytes)
+        }
+        arenaByteCount = plan.arenaSize
+        arena = UnsafeMutableRawPointer.allocate(byteCount: max(plan.arenaSize, 64), alignment: 64)
+        arena.initializeMemory(as: UInt8.self, repeating: 0, count: max(plan.arenaSize, 64))
+        pointers = .allocate(capacity: graph.tensors.count)
+        pointers.initialize(repeating: nil, count: graph.tensors.count)
+        constants = ConstantStore(model: model, graph: graph)
+        for (index, tensor) in graph.tensors.enumerated() {
+            if tensor.isConstant {
+                pointers[index] = constants.pointer(index)
+            } else if let offset = plan.offsets[index] {
+                pointers[index] = arena + offset
+            }
+        }
+        readable = plan.readable
+    }
+
+    private let constants: ConstantStore
+
+    deinit {
+        arena.deallocate()
+        pointers.deallocate()
+    }
+
+    public var inputCount: Int { graph.inputs.count }
+    public var outputCount: Int { graph.outputs.count }
+
+    /// Runs the model on the current input contents.
+    public func invoke() throws {
+        let memory = TensorMemory(pointers: pointers)
+        for kernel in kernels { kernel.run(memory) }
+    }
+
+    /// Copies `data` into input `index`; it must hold exactly the input's bytes.
+    ///
+    /// - Throws: ``InterpreterError/indexOutOfRange(what:index:count:)``, ``InterpreterError/inputSizeMismatch(input:expected:actual:)``.
+    public func copy(_ data: [UInt8], toInputAt index: Int) throws {
+        try withInput(at: index) { buffer in
+            guard buffer.count == data.count else {
+                throw InterpreterError.inputSizeMismatch(input: index, expected: buffer.count, actual: data.count)
+            }
+            data.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+    }
+
+    /// Calls `body` with the writable memory of input `index`. Do not keep the pointer.
+    public func withInput<R>(at index: Int, _ body: (UnsafeMutableRawBufferPointer) throws -> R) throws -> R {
+        guard graph.inputs.indices.contains(index) else {
+            throw InterpreterError.indexOutOfRange(what: "input", index: index, count: graph.inputs.count)
+        }
+        let tensor = graph.inputs[index]
+        return try body(UnsafeMutableRawBufferPointer(start: pointers[tensor], count: byteCount(tensor)))
+    }
+
+    /// Calls `body` with the memory of output `index`, valid until the next `invoke()`. Do not keep the pointer.
+    public func withOutput<R>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard graph.outputs.indices.contains(index) else {
+            throw InterpreterError.indexOutOfRange(what: "output", index: index, count: graph.outputs.count)
+        }
+        let tensor = graph.outputs[index]
+        return try body(UnsafeRawBufferPointer(start: pointers[tensor], count: byteCount(tensor)))
+    }
+
+    /// A copy of input `index` with its description.
+    public func input(at index: Int) throws -> Tensor {
+        guard graph.inputs.indices.contains(index) else {
+            throw InterpreterError.indexOutOfRange(what: "input", index: index, count: graph.inputs.count)
+        }
+        return try tensor(at: graph.inputs[index])
+    }
+
+    /// A copy of output `index` with its description.
+    public func output(at index: Int) throws -> Tensor {
+        guard graph.outputs.indices.contains(index) else {
+            throw InterpreterError.indexOutOfRange(what: "output", index: index, count: graph.outputs.count)
+        }
+        return try tensor(at: graph.outputs[index])
+    }
+
+    /// A copy of any tensor by its index in the subgraph; intermediates must be preserved.
+    ///
+    /// - Throws: ``InterpreterError/tensorNotPreserved(name:)`` for an intermediate whose memory was reused.
+    public func tensor(at index: Int) throws -> Tensor {
+        guard graph.tensors.indices.contains(index) else {
+            throw InterpreterError.indexOutOfRange(what: "tensor", index: index, count: graph.tensors.count)
+        }
+        let info = graph.tensors[index]
+        guard readable[index], let pointer = pointers[index] else { throw InterpreterError.tensorNotPreserved(name: info.name) }
+        let bytes = Array(UnsafeRawBufferPointer(start: pointer, count: byteCount(index)))
+        return Tensor(name: info.name, type: info.type, shape: shapes[index], quantization: info.quantization, data: bytes)
+    }
+
+    /// The index of the tensor named `name`.
+    public func tensorIndex(named name: String) throws -> Int {
+        guard let index = graph.tensors.firstIndex(where: { $0.name == name }) else {
+            throw InterpreterError.unknownTensor(name: name)
+        }
+        return index
+    }
+
+    /// The shape of tensor `index` as prepared (operators may set shapes the file leaves empty).
+    public func shape(ofTensor index: Int) -> [Int] { shapes[index] }
+
+    private func byteCount(_ tensor: Int) -> Int {
+        shapes[tensor].reduce(1, *) * (graph.tensors[tensor].type.byteSize ?? 0)
+    }
+}
+
+/// Constant tensors copied once into aligned memory owned by the interpreter, so kernels can read
+/// them as typed pointers whatever their alignment in the file.
+private final class ConstantStore {
+    private var storage: [Int: UnsafeMutableRawPointer] = [:]
+
+    init(model: Model, graph: Subgraph) {
+        for (index, tensor) in graph.tensors.enumerated() where tensor.isConstant {
+            model.withConstantBytes(of: tensor) { raw in
+                let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(raw.count, 1), alignment: 64)
+                if raw.count > 0 { pointer.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
+                storage[index] = pointer
+            }
+        }
+    }
+
+    func pointer(_ tensor: Int) -> UnsafeMutableRawPointer? { storage[tensor] }
+
+    deinit { for pointer in storage.values { pointer.deallocate() } }
+}

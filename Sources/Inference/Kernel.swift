@@ -1,0 +1,85 @@
+import TFLiteFormat
+
+/// Addresses of every tensor, fixed once memory is planned.
+struct TensorMemory {
+    let pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+
+    func raw(_ tensor: Int) -> UnsafeMutableRawPointer { pointers[tensor]! }
+    func typed<T>(_ tensor: Int, _: T.Type) -> UnsafeMutablePointer<T> { pointers[tensor]!.assumingMemoryBound(to: T.self) }
+}
+
+/// A prepared operator. Kernels own everything they computed at load (packed weights, multipliers,
+/// lookup tables) and allocate nothing when they run.
+protocol Kernel: AnyObject {
+    func run(_ memory: TensorMemory)
+}
+
+/// What an operator sees while it is prepared: tensor descriptions, resolved shapes, constants.
+final class PrepareContext {
+    let model: Model
+    let graph: Subgraph
+    private(set) var shapes: [[Int]]
+    /// Output tensor -> input tensor whose storage it shares (RESHAPE, SQUEEZE).
+    private(set) var aliases: [Int: Int] = [:]
+    var op: OperatorInfo!
+
+    init(model: Model, graph: Subgraph) {
+        self.model = model
+        self.graph = graph
+        self.shapes = graph.tensors.map(\.shape)
+    }
+
+    func info(_ tensor: Int) -> TensorInfo { graph.tensors[tensor] }
+    func shape(_ tensor: Int) -> [Int] { shapes[tensor] }
+    func type(_ tensor: Int) -> TensorType { graph.tensors[tensor].type }
+    func quantization(_ tensor: Int) -> Quantization? { graph.tensors[tensor].quantization }
+    func isConstant(_ tensor: Int) -> Bool { graph.tensors[tensor].isConstant }
+
+    var name: String { op.code.name }
+    func input(_ i: Int) -> Int { op.inputs[i] }
+    func output(_ i: Int) -> Int { op.outputs[i] }
+    func hasInput(_ i: Int) -> Bool { op.inputs.indices.contains(i) && op.inputs[i] >= 0 }
+
+    func setShape(_ tensor: Int, _ shape: [Int]) throws {
+        let declared = graph.tensors[tensor].shape
+        if !declared.isEmpty, declared.reduce(1, *) != shape.reduce(1, *) {
+            throw fail("output \"\(graph.tensors[tensor].name)\" is declared \(declared) but computes to \(shape)")
+        }
+        shapes[tensor] = shape
+    }
+
+    func alias(output: Int, to input: Int) { aliases[output] = input }
+
+    func constant<T: BitwiseCopyable>(_ tensor: Int, as type: T.Type) throws -> [T] {
+        guard let values = model.constantValues(of: graph.tensors[tensor], as: type) else {
+            throw fail("tensor \"\(graph.tensors[tensor].name)\" must be constant")
+        }
+        return values
+    }
+
+    func fail(_ reason: String) -> InterpreterError {
+        .invalidOperator(name: op.code.name, index: op.index, reason: reason)
+    }
+
+    func unsupported() -> InterpreterError {
+        .unsupportedOperator(
+            name: op.code.name, index: op.index,
+            inputTypes: op.inputs.map { $0 < 0 ? "none" : graph.tensors[$0].type.description },
+            outputTypes: op.outputs.map { graph.tensors[$0].type.description })
+    }
+
+    /// The per-tensor quantization of `tensor`, or an error naming it.
+    func quantized(_ tensor: Int) throws -> (scale: Float, zeroPoint: Int32) {
+        guard let q = quantization(tensor), q.scales.count == 1 else {
+            throw fail("tensor \"\(info(tensor).name)\" needs per-tensor quantization")
+        }
+        guard q.scale > 0 else { throw fail("tensor \"\(info(tensor).name)\" has scale 0") }
+        return (q.scale, Int32(q.zeroPoint))
+    }
+
+    func requireRank(_ tensor: Int, _ rank: Int) throws {
+        guard shapes[tensor].count == rank else {
+            throw fail("tensor \"\(info(tensor).name)\" has shape \(shapes[tensor]), expected rank \(rank)")
+        }
+    }
+}

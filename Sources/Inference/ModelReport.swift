@@ -1,0 +1,98 @@
+import TFLiteFormat
+
+/// What a model holds and whether Spotter can run it: the data behind `spotter inspect`.
+public struct ModelReport: Sendable, Codable {
+    public struct TensorSummary: Sendable, Codable {
+        public var index: Int
+        public var name: String
+        public var shape: [Int]
+        public var type: String
+        public var scale: [Float]?
+        public var zeroPoint: [Int64]?
+    }
+
+    public struct OperatorSummary: Sendable, Codable {
+        public var name: String
+        public var count: Int
+        public var supported: Bool
+    }
+
+    public struct MetadataSummary: Sendable, Codable {
+        public var name: String?
+        public var version: String?
+        public var description: String?
+        public var minRuntimeVersion: String?
+        public var labelCount: Int?
+        public var normalizationMean: [Float]?
+        public var normalizationStd: [Float]?
+    }
+
+    public var version: Int
+    public var description: String?
+    public var inputs: [TensorSummary]
+    public var outputs: [TensorSummary]
+    public var operators: [OperatorSummary]
+    public var metadata: MetadataSummary
+    public var runnable: Bool
+    /// Why the model cannot run, when it cannot.
+    public var problem: String?
+    /// The detection output layout Spotter recognizes, if any.
+    public var detectionLayout: String?
+    /// Advice for running the model as a detector.
+    public var advice: [String]
+
+    /// Inspects `model`, preparing it on the reference backend to learn whether it runs.
+    public init(model: Model) {
+        let graph = model.subgraph
+        version = model.version
+        description = model.description
+        var counts: [String: (Int, Bool)] = [:]
+        var order: [String] = []
+        for op in graph.operators {
+            let name = op.code.name
+            if counts[name] == nil { order.append(name) }
+            counts[name, default: (0, ReferenceKernels.isSupported(op.code))].0 += 1
+        }
+        operators = order.map { OperatorSummary(name: $0, count: counts[$0]!.0, supported: counts[$0]!.1) }
+
+        var shapes = graph.tensors.map(\.shape)
+        do {
+            let interpreter = try Interpreter(model: model, options: .init(threadCount: 1))
+            shapes = graph.tensors.indices.map { interpreter.shape(ofTensor: $0) }
+            runnable = true
+            problem = nil
+        } catch {
+            runnable = false
+            problem = "\(error)"
+        }
+        func summary(_ index: Int) -> TensorSummary {
+            let t = graph.tensors[index]
+            return TensorSummary(
+                index: index, name: t.name, shape: shapes[index], type: t.type.description,
+                scale: t.quantization?.scales, zeroPoint: t.quantization?.zeroPoints)
+        }
+        inputs = graph.inputs.map(summary)
+        outputs = graph.outputs.map(summary)
+        metadata = MetadataSummary(
+            name: model.metadata?.name, version: model.metadata?.version, description: model.metadata?.description,
+            minRuntimeVersion: model.minRuntimeVersion, labelCount: model.embeddedLabels?.count,
+            normalizationMean: model.metadata?.inputNormalization?.mean, normalizationStd: model.metadata?.inputNormalization?.std)
+
+        advice = []
+        let producers = Dictionary(graph.operators.flatMap { op in op.outputs.map { ($0, op) } }, uniquingKeysWith: { a, _ in a })
+        let postProcessed = graph.outputs.count == 4
+            && graph.outputs.allSatisfy { producers[$0]?.code.customName == DetectionPostProcess.name }
+        if postProcessed {
+            detectionLayout = "SSD with post-processing: boxes, classes, scores, count"
+        } else {
+            detectionLayout = nil
+            advice.append("outputs \(outputs.map { "\($0.name) \($0.shape)" }.joined(separator: ", ")) are not a detection layout Spotter decodes (it expects TFLite_Detection_PostProcess's boxes, classes, scores, count)")
+        }
+        if let input = inputs.first, input.type == "float32", metadata.normalizationMean == nil {
+            advice.append("the float input has no normalization metadata: pass --mean and --std (for example --mean 127.5 --std 127.5)")
+        }
+        if let problem, !runnable {
+            advice.append("cannot run: \(problem)")
+        }
+    }
+}

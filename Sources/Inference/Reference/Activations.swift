@@ -1,0 +1,323 @@
+import Foundation
+import TFLiteFormat
+
+/// An 8-bit operator computed through a 256-entry table built at load (LOGISTIC on uint8/int8,
+/// as TFLite's `PopulateLookupTable`).
+final class LookupTable: Kernel {
+    let input, output: Int
+    let count: Int
+    let table: [UInt8]
+
+    init(_ ctx: PrepareContext, transform: (Float) -> Float) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        let type = ctx.type(input)
+        guard type == ctx.type(output), type == .uint8 || type == .int8 else { throw ctx.unsupported() }
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+        let i = try ctx.quantized(input), o = try ctx.quantized(output)
+        let (minValue, maxValue) = type.integerRange
+        let inverse = 1 / o.scale
+        var table = [UInt8](repeating: 0, count: 256)
+        for value in minValue...maxValue {
+            let real = i.scale * Float(value - i.zeroPoint)
+            let rescaled = (transform(real) * inverse).rounded(.toNearestOrAwayFromZero)
+            let quantized = Int32(rescaled + Float(o.zeroPoint))
+            table[Int(UInt8(truncatingIfNeeded: value))] = UInt8(truncatingIfNeeded: min(max(quantized, minValue), maxValue))
+        }
+        self.table = table
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, UInt8.self), dst = memory.typed(output, UInt8.self)
+        table.withUnsafeBufferPointer { table in
+            for i in 0..<count { dst[i] = table[Int(src[i])] }
+        }
+    }
+}
+
+/// A float32 elementwise function.
+final class FloatUnary: Kernel {
+    let input, output: Int
+    let count: Int
+    let function: (Float) -> Float
+
+    init(_ ctx: PrepareContext, _ function: @escaping (Float) -> Float) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        guard ctx.type(input) == .float32, ctx.type(output) == .float32 else { throw ctx.unsupported() }
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+        self.function = function
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, Float.self), dst = memory.typed(output, Float.self)
+        for i in 0..<count { dst[i] = function(src[i]) }
+    }
+
+    static func logistic(_ x: Float) -> Float { 1 / (1 + exp(-x)) }
+    static func hardSwish(_ x: Float) -> Float { x * min(6, max(0, x + 3)) / 6 }
+}
+
+/// RELU and RELU6 on uint8/int8: rescale to the output quantization, then clamp (TFLite's `ReluX`).
+final class QuantizedRelu<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
+    let input, output: Int
+    let count: Int
+    let inputZeroPoint: Int32, outputZeroPoint: Int32
+    let multiplier: FixedPoint.Multiplier
+    let range: (min: Int32, max: Int32)
+
+    init(_ ctx: PrepareContext, upperBound: Float?) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+        let i = try ctx.quantized(input), o = try ctx.quantized(output)
+        inputZeroPoint = i.zeroPoint
+        outputZeroPoint = o.zeroPoint
+        multiplier = FixedPoint.Multiplier(Double(i.scale / o.scale))
+        let limits = (min: Int32(T.min), max: Int32(T.max))
+        let low = max(limits.min, o.zeroPoint + Int32((0 / o.scale).rounded(.toNearestOrAwayFromZero)))
+        let high = upperBound.map { min(limits.max, o.zeroPoint + Int32(($0 / o.scale).rounded(.toNearestOrAwayFromZero))) } ?? limits.max
+        range = (low, high)
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, T.self), dst = memory.typed(output, T.self)
+        for i in 0..<count {
+            let value = outputZeroPoint &+ FixedPoint.multiply(Int32(src[i]) &- inputZeroPoint, multiplier)
+            dst[i] = T(truncatingIfNeeded: min(max(value, range.min), range.max))
+        }
+    }
+}
+
+/// SOFTMAX over the last dimension. Float: `exp((x - max) * beta) / sum`. Quantized: a table of
+/// `exp(-scale * beta * d)` for the 256 possible distances `d` from the row's maximum, as TFLite's
+/// `PopulateSoftmaxLookupTable` and table-driven `Softmax`.
+final class Softmax: Kernel {
+    let input, output: Int
+    let type: TensorType
+    let rows, depth: Int
+    let beta: Float
+    let table: [Float]
+    let outputScale: Float
+    let outputZeroPoint: Int32
+
+    init(_ ctx: PrepareContext, beta: Float) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        type = ctx.type(input)
+        guard type == ctx.type(output), [.float32, .uint8, .int8].contains(type) else { throw ctx.unsupported() }
+        let shape = ctx.shape(input)
+        guard let last = shape.last, last > 0 else { throw ctx.fail("softmax needs a non-empty last dimension, got \(shape)") }
+        try ctx.setShape(output, shape)
+        depth = last
+        rows = shape.reduce(1, *) / last
+        self.beta = beta
+        if type == .float32 {
+            table = []
+            outputScale = 1
+            outputZeroPoint = 0
+        } else {
+            let i = try ctx.quantized(input), o = try ctx.quantized(output)
+            let scale = -i.scale * beta
+            var table = [Float](repeating: 0, count: 256)
+            for value in 0...255 { table[255 - value] = exp(scale * Float(value)) }
+            self.table = table
+            outputScale = o.scale
+            outputZeroPoint = o.zeroPoint
+        }
+    }
+
+    func run(_ memory: TensorMemory) {
+        switch type {
+        case .float32: runFloat(memory.typed(input, Float.self), memory.typed(output, Float.self))
+        case .uint8: runQuantized(memory.typed(input, UInt8.self), memory.typed(output, UInt8.self))
+        default: runQuantized(memory.typed(input, Int8.self), memory.typed(output, Int8.self))
+        }
+    }
+
+    private func runFloat(_ src: UnsafeMutablePointer<Float>, _ dst: UnsafeMutablePointer<Float>) {
+        for r in 0..<rows {
+            let x = src + r * depth, y = dst + r * depth
+            var maximum = x[0]
+            for j in 1..<depth { maximum = max(maximum, x[j]) }
+            var sum: Float = 0
+            for j in 0..<depth {
+                y[j] = exp((x[j] - maximum) * beta)
+                sum += y[j]
+            }
+            for j in 0..<depth { y[j] /= sum }
+        }
+    }
+
+    private func runQuantized<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>) {
+        let limits = (min: Int32(T.min), max: Int32(T.max))
+        table.withUnsafeBufferPointer { table in
+            for r in 0..<rows {
+                let x = src + r * depth, y = dst + r * depth
+                var maximum = Int32(T.min)
+                for j in 0..<depth { maximum = max(maximum, Int32(x[j])) }
+                var sum: Float = 0
+                for j in 0..<depth { sum += table[Int(255 - (maximum - Int32(x[j])))] }
+                let inverse = 1 / (sum * outputScale)
+                for j in 0..<depth {
+                    let probability = table[Int(255 - (maximum - Int32(x[j])))] * inverse
+                    let value = Int32(probability.rounded(.toNearestOrAwayFromZero)) + outputZeroPoint
+                    y[j] = T(truncatingIfNeeded: min(max(value, limits.min), limits.max))
+                }
+            }
+        }
+    }
+}
+
+/// HARD_SWISH on uint8/int8 with TFLite's 16-bit fixed-point reference arithmetic.
+final class QuantizedHardSwish<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
+    let input, output: Int
+    let count: Int
+    let inputZeroPoint: Int16, outputZeroPoint: Int16
+    let outputMultiplier: Int16, outputExponent: Int
+    let reluishMultiplier: Int16, reluishExponent: Int
+
+    init(_ ctx: PrepareContext) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+        let i = try ctx.quantized(input), o = try ctx.quantized(output)
+        inputZeroPoint = Int16(i.zeroPoint)
+        outputZeroPoint = Int16(o.zeroPoint)
+        let hiresInputScale = (1 / Float(128)) * i.scale
+        let reluishScale = Float(3) / 32768
+        let out = FixedPoint.Multiplier(Double(hiresInputScale / o.scale))
+        let reluish = FixedPoint.Multiplier(Double(hiresInputScale / reluishScale))
+        guard out.shift <= 0 else { throw ctx.fail("output scale too small for the fixed-point hard swish") }
+        outputMultiplier = Self.downscale(out.significand)
+        outputExponent = out.shift
+        reluishMultiplier = Self.downscale(reluish.significand)
+        reluishExponent = reluish.shift
+    }
+
+    static func downscale(_ multiplier: Int32) -> Int16 {
+        let rounding: Int32 = 1 << 15
+        if multiplier >= Int32.max - rounding { return Int16.max }
+        return Int16((multiplier + rounding) >> 16)
+    }
+
+    static func roundingHighMul(_ a: Int16, _ b: Int16) -> Int16 {
+        if a == b && a == Int16.min { return Int16.max }
+        let product = Int32(a) * Int32(b)
+        let nudge: Int32 = product >= 0 ? (1 << 14) : (1 - (1 << 14))
+        return Int16(truncatingIfNeeded: (product + nudge) / (1 << 15))
+    }
+
+    static func highMul(_ a: Int16, _ b: Int16) -> Int16 {
+        if a == b && a == Int16.min { return Int16.max }
+        return Int16(truncatingIfNeeded: (Int32(a) * Int32(b)) / (1 << 15))
+    }
+
+    static func saturatingLeftShift(_ value: Int16, _ amount: Int) -> Int16 {
+        Int16(clamping: Int32(value) * (Int32(1) << amount))
+    }
+
+    static func roundingDivideByPOT(_ x: Int16, _ exponent: Int) -> Int16 {
+        let mask = Int16((Int32(1) << exponent) - 1)
+        let remainder = x & mask
+        let threshold = (mask >> 1) + (x < 0 ? 1 : 0)
+        return (x >> Int16(exponent)) + (remainder > threshold ? 1 : 0)
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, T.self), dst = memory.typed(output, T.self)
+        for i in 0..<count {
+            let value = Int16(truncatingIfNeeded: Int32(src[i]) - Int32(inputZeroPoint))
+            let hires = Int16(truncatingIfNeeded: Int32(value) * (1 << 7))
+            let preshift = Self.roundingHighMul(hires, outputMultiplier)
+            var reluish = hires
+            if reluishExponent > 0 { reluish = Self.saturatingLeftShift(reluish, reluishExponent - 1) }
+            reluish = Self.roundingHighMul(reluish, reluishMultiplier)
+            if reluishExponent > 0 { reluish = Self.saturatingLeftShift(reluish, 1) }
+            if reluishExponent < 0 { reluish = Self.roundingDivideByPOT(reluish, -reluishExponent) }
+            reluish = Int16((Int32(reluish) + (1 << 15)) >> 1)
+            let product = Self.highMul(reluish, preshift)
+            var result = Int32(Self.roundingDivideByPOT(product, -outputExponent)) + Int32(outputZeroPoint)
+            result = min(max(result, Int32(T.min)), Int32(T.max))
+            dst[i] = T(truncatingIfNeeded: result)
+        }
+    }
+}
+
+/// QUANTIZE (float to uint8/int8, or requantize between 8-bit types) and DEQUANTIZE.
+final class Quantize: Kernel {
+    enum Mode {
+        case fromFloat(scale: Float, zeroPoint: Int32)
+        case requantize(inputZeroPoint: Int32, multiplier: FixedPoint.Multiplier, outputZeroPoint: Int32)
+        case toFloat(scale: Double, zeroPoint: Int32)
+    }
+
+    let input, output: Int
+    let count: Int
+    let mode: Mode
+    let inputType, outputType: TensorType
+
+    init(_ ctx: PrepareContext, dequantize: Bool) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        inputType = ctx.type(input)
+        outputType = ctx.type(output)
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+        let eightBit: Set<TensorType> = [.uint8, .int8]
+        if dequantize {
+            guard eightBit.contains(inputType) || inputType == .int16, outputType == .float32 else { throw ctx.unsupported() }
+            let q = try ctx.quantized(input)
+            mode = .toFloat(scale: Double(q.scale), zeroPoint: q.zeroPoint)
+        } else if inputType == .float32, eightBit.contains(outputType) {
+            let q = try ctx.quantized(output)
+            mode = .fromFloat(scale: q.scale, zeroPoint: q.zeroPoint)
+        } else if eightBit.contains(inputType), eightBit.contains(outputType) {
+            let i = try ctx.quantized(input), o = try ctx.quantized(output)
+            mode = .requantize(
+                inputZeroPoint: i.zeroPoint, multiplier: FixedPoint.Multiplier(Double(i.scale) / Double(o.scale)),
+                outputZeroPoint: o.zeroPoint)
+        } else {
+            throw ctx.unsupported()
+        }
+    }
+
+    private func load(_ pointer: UnsafeMutableRawPointer, _ i: Int) -> Int32 {
+        switch inputType {
+        case .uint8: return Int32(pointer.load(fromByteOffset: i, as: UInt8.self))
+        case .int8: return Int32(pointer.load(fromByteOffset: i, as: Int8.self))
+        default: return Int32(pointer.load(fromByteOffset: 2 * i, as: Int16.self))
+        }
+    }
+
+    private func store(_ value: Int32, _ pointer: UnsafeMutableRawPointer, _ i: Int) {
+        let (low, high) = outputType.integerRange
+        let clamped = min(max(value, low), high)
+        if outputType == .uint8 { pointer.storeBytes(of: UInt8(clamped), toByteOffset: i, as: UInt8.self) }
+        else { pointer.storeBytes(of: Int8(clamped), toByteOffset: i, as: Int8.self) }
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.raw(input), dst = memory.raw(output)
+        switch mode {
+        case .toFloat(let scale, let zeroPoint):
+            let out = dst.assumingMemoryBound(to: Float.self)
+            for i in 0..<count { out[i] = Float(scale * Double(load(src, i) - zeroPoint)) }
+        case .fromFloat(let scale, let zeroPoint):
+            let values = src.assumingMemoryBound(to: Float.self)
+            for i in 0..<count {
+                let scaled = (values[i] / scale).rounded(.toNearestOrAwayFromZero)
+                let value = scaled.isNaN ? 0 : Int32(clamping: Int64(max(min(scaled, 4e9), -4e9))) &+ zeroPoint
+                store(value, dst, i)
+            }
+        case .requantize(let inputZeroPoint, let multiplier, let outputZeroPoint):
+            for i in 0..<count {
+                store(FixedPoint.multiply(load(src, i) - inputZeroPoint, multiplier) &+ outputZeroPoint, dst, i)
+            }
+        }
+    }
+}

@@ -1,0 +1,394 @@
+import TFLiteFormat
+
+/// Sizes and padding of a 2-D window operation (convolution, depthwise convolution, pooling).
+struct WindowGeometry {
+    var batches, inputHeight, inputWidth, inputChannels: Int
+    var outputHeight, outputWidth, outputChannels: Int
+    var filterHeight, filterWidth: Int
+    var strideHeight, strideWidth, dilationHeight, dilationWidth: Int
+    var padTop, padLeft: Int
+
+    /// TFLite's `ComputeOutSize` and `ComputePaddingHeightWidth`.
+    init(input: [Int], filterHeight: Int, filterWidth: Int, outputChannels: Int, padding: Padding,
+         strideHeight: Int, strideWidth: Int, dilationHeight: Int = 1, dilationWidth: Int = 1) {
+        batches = input[0]
+        inputHeight = input[1]
+        inputWidth = input[2]
+        inputChannels = input[3]
+        self.outputChannels = outputChannels
+        self.filterHeight = filterHeight
+        self.filterWidth = filterWidth
+        self.strideHeight = strideHeight
+        self.strideWidth = strideWidth
+        self.dilationHeight = dilationHeight
+        self.dilationWidth = dilationWidth
+        func outSize(_ size: Int, _ filter: Int, _ stride: Int, _ dilation: Int) -> Int {
+            let effective = (filter - 1) * dilation + 1
+            switch padding {
+            case .same: return (size + stride - 1) / stride
+            case .valid: return max(0, (size + stride - effective) / stride)
+            }
+        }
+        func pad(_ size: Int, _ filter: Int, _ stride: Int, _ dilation: Int, _ out: Int) -> Int {
+            let effective = (filter - 1) * dilation + 1
+            return max(0, (out - 1) * stride + effective - size) / 2
+        }
+        outputHeight = outSize(inputHeight, filterHeight, strideHeight, dilationHeight)
+        outputWidth = outSize(inputWidth, filterWidth, strideWidth, dilationWidth)
+        padTop = pad(inputHeight, filterHeight, strideHeight, dilationHeight, outputHeight)
+        padLeft = pad(inputWidth, filterWidth, strideWidth, dilationWidth, outputWidth)
+    }
+
+    var outputShape: [Int] { [batches, outputHeight, outputWidth, outputChannels] }
+}
+
+/// Per-output-channel requantization: multipliers and the output clamp.
+struct Requantization {
+    var multipliers: [FixedPoint.Multiplier]
+    var outputZeroPoint: Int32
+    var min: Int32
+    var max: Int32
+}
+
+/// Reads the quantization of a convolution-like operator (conv, depthwise, fully connected) and
+/// computes its multipliers as TFLite's `PopulateConvolutionQuantizationParams` does.
+func convolutionRequantization(_ ctx: PrepareContext, input: Int, filter: Int, output: Int, channels: Int,
+                               activation: FusedActivation) throws -> (Requantization, filterZeroPoints: [Int32]) {
+    let (inputScale, _) = try ctx.quantized(input)
+    let (outputScale, outputZero) = try ctx.quantized(output)
+    guard let filterQ = ctx.quantization(filter), !filterQ.scales.isEmpty else {
+        throw ctx.fail("filter \"\(ctx.info(filter).name)\" is not quantized")
+    }
+    let perChannel = filterQ.scales.count > 1
+    guard !perChannel || filterQ.scales.count == channels else {
+        throw ctx.fail("filter has \(filterQ.scales.count) scales for \(channels) output channels")
+    }
+    var multipliers: [FixedPoint.Multiplier] = []
+    for channel in 0..<channels {
+        let filterScale = filterQ.scales[perChannel ? channel : 0]
+        let real: Double
+        if ctx.type(input) == .uint8 {
+            // GetQuantizedConvolutionMultipler: the scale product is taken in float.
+            real = Double(inputScale * filterScale) / Double(outputScale)
+        } else {
+            real = Double(inputScale) * Double(filterScale) / Double(outputScale)
+        }
+        multipliers.append(FixedPoint.Multiplier(real))
+    }
+    let zeroPoints = (0..<channels).map { Int32(filterQ.zeroPoints[perChannel ? $0 : 0]) }
+    let range = FixedPoint.activationRange(activation, scale: outputScale, zeroPoint: outputZero, type: ctx.type(output))
+    return (Requantization(multipliers: multipliers, outputZeroPoint: outputZero, min: range.min, max: range.max), zeroPoints)
+}
+
+/// CONV_2D and DEPTHWISE_CONV_2D on quantized tensors (uint8 asymmetric per-tensor, int8 per-channel).
+final class QuantizedConvolution: Kernel {
+    let geometry: WindowGeometry
+    let depthwise: Bool
+    let depthMultiplier: Int
+    let input, output: Int
+    let inputOffset: Int32
+    /// Weights minus their zero point, laid out [outC][kH][kW][inC] (depthwise: [kH][kW][outC]).
+    let filter: [Int32]
+    let bias: [Int32]
+    let requant: Requantization
+    let isSigned: Bool
+
+    init(_ ctx: PrepareContext, options: Conv2DOptions, depthwise: Bool) throws {
+        isSigned = ctx.type(ctx.input(0)) == .int8
+        input = ctx.input(0)
+        output = ctx.output(0)
+        let filterTensor = ctx.input(1)
+        try ctx.requireRank(input, 4)
+        try ctx.requireRank(filterTensor, 4)
+        let inShape = ctx.shape(input), fShape = ctx.shape(filterTensor)
+        let channels = depthwise ? fShape[3] : fShape[0]
+        self.depthwise = depthwise
+        if depthwise {
+            guard inShape[3] > 0, channels % inShape[3] == 0 else {
+                throw ctx.fail("depthwise filter has \(channels) channels for \(inShape[3]) input channels")
+            }
+            depthMultiplier = channels / inShape[3]
+        } else {
+            guard fShape[3] == inShape[3] else {
+                throw ctx.fail("filter expects \(fShape[3]) input channels, input has \(inShape[3])")
+            }
+            depthMultiplier = 1
+        }
+        geometry = WindowGeometry(
+            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
+            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
+        try ctx.setShape(output, geometry.outputShape)
+        inputOffset = -(try ctx.quantized(input)).zeroPoint
+        let (requant, filterZeros) = try convolutionRequantization(
+            ctx, input: input, filter: filterTensor, output: output, channels: channels, activation: options.activation)
+        self.requant = requant
+        let raw: [Int32] = isSigned
+            ? try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
+            : try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
+        let perChannelStride = depthwise ? 1 : fShape[1] * fShape[2] * fShape[3]
+        filter = raw.enumerated().map { index, value in
+            let channel = depthwise ? index % channels : index / perChannelStride
+            return value - filterZeros[channel]
+        }
+        bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : Array(repeating: 0, count: channels)
+        guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+    }
+
+    func run(_ memory: TensorMemory) {
+        if isSigned { run(memory.typed(input, Int8.self), memory.typed(output, Int8.self)) }
+        else { run(memory.typed(input, UInt8.self), memory.typed(output, UInt8.self)) }
+    }
+
+    private func run<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>) {
+        filter.withUnsafeBufferPointer { filter in
+            bias.withUnsafeBufferPointer { bias in
+                requant.multipliers.withUnsafeBufferPointer { multipliers in
+                    let finish = Finish(bias: bias.baseAddress!, multipliers: multipliers.baseAddress!, requant: requant)
+                    if depthwise { runDepthwise(src, dst, filter.baseAddress!, finish) } else { runConv(src, dst, filter.baseAddress!, finish) }
+                }
+            }
+        }
+    }
+
+    /// Bias, requantization and clamp of one accumulator.
+    private struct Finish {
+        let bias: UnsafePointer<Int32>
+        let multipliers: UnsafePointer<FixedPoint.Multiplier>
+        let zeroPoint, low, high: Int32
+
+        init(bias: UnsafePointer<Int32>, multipliers: UnsafePointer<FixedPoint.Multiplier>, requant: Requantization) {
+            self.bias = bias
+            self.multipliers = multipliers
+            (zeroPoint, low, high) = (requant.outputZeroPoint, requant.min, requant.max)
+        }
+
+        @inline(__always)
+        func callAsFunction<T: FixedWidthInteger>(_ acc: Int32, _ channel: Int) -> T {
+            let value = FixedPoint.multiply(acc &+ bias[channel], multipliers[channel]) &+ zeroPoint
+            return T(truncatingIfNeeded: min(max(value, low), high))
+        }
+    }
+
+    private func runConv<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>, _ filter: UnsafePointer<Int32>, _ finish: Finish) {
+        let g = geometry
+        let inC = g.inputChannels
+        let patch = g.filterHeight * g.filterWidth * inC
+        let inputOffset = self.inputOffset
+        var out = 0
+        for b in 0..<g.batches {
+            for oy in 0..<g.outputHeight {
+                for ox in 0..<g.outputWidth {
+                    let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                    for oc in 0..<g.outputChannels {
+                        var acc: Int32 = 0
+                        for ky in 0..<g.filterHeight {
+                            let y = y0 + ky * g.dilationHeight
+                            if y < 0 || y >= g.inputHeight { continue }
+                            for kx in 0..<g.filterWidth {
+                                let x = x0 + kx * g.dilationWidth
+                                if x < 0 || x >= g.inputWidth { continue }
+                                let pixel = src + ((b * g.inputHeight + y) * g.inputWidth + x) * inC
+                                let weights = filter + oc * patch + (ky * g.filterWidth + kx) * inC
+                                for c in 0..<inC {
+                                    acc &+= weights[c] &* (Int32(pixel[c]) &+ inputOffset)
+                                }
+                            }
+                        }
+                        dst[out] = finish(acc, oc)
+                        out += 1
+                    }
+                }
+            }
+        }
+    }
+
+    private func runDepthwise<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>, _ filter: UnsafePointer<Int32>, _ finish: Finish) {
+        let g = geometry
+        let inC = g.inputChannels, outC = g.outputChannels
+        let inputOffset = self.inputOffset
+        var out = 0
+        for b in 0..<g.batches {
+            for oy in 0..<g.outputHeight {
+                for ox in 0..<g.outputWidth {
+                    let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                    for oc in 0..<outC {
+                        let ic = oc / depthMultiplier
+                        var acc: Int32 = 0
+                        for ky in 0..<g.filterHeight {
+                            let y = y0 + ky * g.dilationHeight
+                            if y < 0 || y >= g.inputHeight { continue }
+                            for kx in 0..<g.filterWidth {
+                                let x = x0 + kx * g.dilationWidth
+                                if x < 0 || x >= g.inputWidth { continue }
+                                let value = Int32(src[((b * g.inputHeight + y) * g.inputWidth + x) * inC + ic]) &+ inputOffset
+                                acc &+= filter[(ky * g.filterWidth + kx) * outC + oc] &* value
+                            }
+                        }
+                        dst[out] = finish(acc, oc)
+                        out += 1
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// CONV_2D and DEPTHWISE_CONV_2D on float32 tensors.
+final class FloatConvolution: Kernel {
+    let geometry: WindowGeometry
+    let depthwise: Bool
+    let depthMultiplier: Int
+    let input, output: Int
+    let filter: [Float]
+    let bias: [Float]
+    let clamp: (min: Float, max: Float)
+
+    init(_ ctx: PrepareContext, options: Conv2DOptions, depthwise: Bool) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        let filterTensor = ctx.input(1)
+        try ctx.requireRank(input, 4)
+        try ctx.requireRank(filterTensor, 4)
+        let inShape = ctx.shape(input), fShape = ctx.shape(filterTensor)
+        let channels = depthwise ? fShape[3] : fShape[0]
+        self.depthwise = depthwise
+        guard inShape[3] > 0, depthwise ? channels % inShape[3] == 0 : fShape[3] == inShape[3] else {
+            throw ctx.fail("filter shape \(fShape) does not match input shape \(inShape)")
+        }
+        depthMultiplier = depthwise ? channels / inShape[3] : 1
+        geometry = WindowGeometry(
+            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
+            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
+        try ctx.setShape(output, geometry.outputShape)
+        filter = try ctx.constant(filterTensor, as: Float.self)
+        bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: channels)
+        guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+        clamp = FixedPoint.activationRange(options.activation)
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, Float.self)
+        let dst = memory.typed(output, Float.self)
+        let g = geometry
+        let inC = g.inputChannels, outC = g.outputChannels
+        let patch = g.filterHeight * g.filterWidth * inC
+        filter.withUnsafeBufferPointer { filter in
+            var out = 0
+            for b in 0..<g.batches {
+                for oy in 0..<g.outputHeight {
+                    for ox in 0..<g.outputWidth {
+                        let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                        for oc in 0..<outC {
+                            var acc: Float = 0
+                            for ky in 0..<g.filterHeight {
+                                let y = y0 + ky * g.dilationHeight
+                                if y < 0 || y >= g.inputHeight { continue }
+                                for kx in 0..<g.filterWidth {
+                                    let x = x0 + kx * g.dilationWidth
+                                    if x < 0 || x >= g.inputWidth { continue }
+                                    let pixel = ((b * g.inputHeight + y) * g.inputWidth + x) * inC
+                                    if depthwise {
+                                        acc += src[pixel + oc / depthMultiplier] * filter[(ky * g.filterWidth + kx) * outC + oc]
+                                    } else {
+                                        let weights = oc * patch + (ky * g.filterWidth + kx) * inC
+                                        for c in 0..<inC { acc += src[pixel + c] * filter[weights + c] }
+                                    }
+                                }
+                            }
+                            dst[out] = min(max(acc + bias[oc], clamp.min), clamp.max)
+                            out += 1
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// FULLY_CONNECTED: `output[b][u] = sum_i input[b][i] * filter[u][i] + bias[u]`.
+final class FullyConnected: Kernel {
+    let input, output: Int
+    let batches, inputSize, units: Int
+    let filter: [Int32]
+    let floatFilter: [Float]
+    let bias: [Int32]
+    let floatBias: [Float]
+    let inputOffset: Int32
+    let requant: Requantization?
+    let clamp: (min: Float, max: Float)
+
+    let type: TensorType
+
+    init(_ ctx: PrepareContext, activation: FusedActivation, keepNumDims: Bool) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        type = ctx.type(input)
+        let filterTensor = ctx.input(1)
+        try ctx.requireRank(filterTensor, 2)
+        let fShape = ctx.shape(filterTensor)
+        units = fShape[0]
+        inputSize = fShape[1]
+        let total = ctx.shape(input).reduce(1, *)
+        guard inputSize > 0, total % inputSize == 0 else {
+            throw ctx.fail("input of shape \(ctx.shape(input)) cannot feed \(inputSize) inputs per unit")
+        }
+        batches = total / inputSize
+        let inShape = ctx.shape(input)
+        try ctx.setShape(output, keepNumDims ? Array(inShape.dropLast()) + [units] : [batches, units])
+        clamp = FixedPoint.activationRange(activation)
+        if type == .float32 {
+            floatFilter = try ctx.constant(filterTensor, as: Float.self)
+            floatBias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: units)
+            filter = []
+            bias = []
+            inputOffset = 0
+            requant = nil
+        } else {
+            let (requant, zeros) = try convolutionRequantization(
+                ctx, input: input, filter: filterTensor, output: output, channels: units, activation: activation)
+            self.requant = requant
+            inputOffset = -(try ctx.quantized(input)).zeroPoint
+            let values: [Int32] = ctx.type(filterTensor) == .uint8
+                ? try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
+                : try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
+            let perUnit = fShape[1]
+            filter = values.enumerated().map { $1 - zeros[$0 / perUnit] }
+            bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : Array(repeating: 0, count: units)
+            floatFilter = []
+            floatBias = []
+        }
+        guard (bias.count == units) || (floatBias.count == units) else { throw ctx.fail("bias size does not match \(units) units") }
+    }
+
+    func run(_ memory: TensorMemory) {
+        if let requant {
+            if type == .uint8 { runQuantized(memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), requant) }
+            else { runQuantized(memory.typed(input, Int8.self), memory.typed(output, Int8.self), requant) }
+        } else {
+            let src = memory.typed(input, Float.self)
+            let dst = memory.typed(output, Float.self)
+            for b in 0..<batches {
+                for u in 0..<units {
+                    var acc: Float = 0
+                    for i in 0..<inputSize { acc += src[b * inputSize + i] * floatFilter[u * inputSize + i] }
+                    dst[b * units + u] = min(max(acc + floatBias[u], clamp.min), clamp.max)
+                }
+            }
+        }
+    }
+
+    private func runQuantized<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>, _ requant: Requantization) {
+        for b in 0..<batches {
+            for u in 0..<units {
+                var acc: Int32 = 0
+                for i in 0..<inputSize {
+                    acc &+= filter[u * inputSize + i] &* (Int32(src[b * inputSize + i]) &+ inputOffset)
+                }
+                let value = FixedPoint.multiply(acc &+ bias[u], requant.multipliers[u]) &+ requant.outputZeroPoint
+                dst[b * units + u] = T(truncatingIfNeeded: min(max(value, requant.min), requant.max))
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import TFLiteFormat
+
+/// NumPy-style broadcasting of two shapes: the output shape and, per output element, the
+/// element offsets into each input (precomputed once, so running needs no index arithmetic).
+struct Broadcast {
+    let outputShape: [Int]
+    let leftOffsets: [Int32]
+    let rightOffsets: [Int32]
+    let isElementwise: Bool
+
+    init(_ left: [Int], _ right: [Int]) throws {
+        let rank = max(left.count, right.count)
+        let a = Array(repeating: 1, count: rank - left.count) + left
+        let b = Array(repeating: 1, count: rank - right.count) + right
+        var shape: [Int] = []
+        for (x, y) in zip(a, b) {
+            guard x == y || x == 1 || y == 1 else { throw BroadcastError(left: left, right: right) }
+            shape.append(x == 1 ? y : x)
+        }
+        outputShape = shape
+        isElementwise = a == b
+        guard !isElementwise else {
+            leftOffsets = []
+            rightOffsets = []
+            return
+        }
+        func strides(_ dims: [Int]) -> [Int] {
+            var result = Array(repeating: 0, count: rank)
+            var step = 1
+            for i in stride(from: rank - 1, through: 0, by: -1) {
+                result[i] = dims[i] == 1 ? 0 : step
+                step *= dims[i]
+            }
+            return result
+        }
+        let sa = strides(a), sb = strides(b)
+        let total = shape.reduce(1, *)
+        var la = [Int32](repeating: 0, count: total), lb = [Int32](repeating: 0, count: total)
+        var index = Array(repeating: 0, count: rank)
+        for flat in 0..<total {
+            var oa = 0, ob = 0
+            for d in 0..<rank {
+                oa += index[d] * sa[d]
+                ob += index[d] * sb[d]
+            }
+            la[flat] = Int32(oa)
+            lb[flat] = Int32(ob)
+            var d = rank - 1
+            while d >= 0 {
+                index[d] += 1
+                if index[d] < shape[d] { break }
+                index[d] = 0
+                d -= 1
+            }
+        }
+        leftOffsets = la
+        rightOffsets = lb
+    }
+
+    @inline(__always) func left(_ i: Int) -> Int { isElementwise ? i : Int(leftOffsets[i]) }
+    @inline(__always) func right(_ i: Int) -> Int { isElementwise ? i : Int(rightOffsets[i]) }
+}
+
+struct BroadcastError: Error {
+    let left: [Int]
+    let right: [Int]
+}
+
+/// ADD and MUL.
+final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
+    enum Operation { case add, mul }
+
+    let operation: Operation
+    let left, right, output: Int
+    let broadcast: Broadcast
+    let count: Int
+    // Quantized parameters (TFLite's add.cc / mul.cc preparation).
+    var leftOffset: Int32 = 0, rightOffset: Int32 = 0, outputOffset: Int32 = 0
+    var leftMultiplier = FixedPoint.Multiplier(0), rightMultiplier = FixedPoint.Multiplier(0)
+    var outputMultiplier = FixedPoint.Multiplier(0)
+    var range: (min: Int32, max: Int32) = (0, 0)
+    static var leftShift: Int32 { 20 }
+
+    init(_ ctx: PrepareContext, operation: Operation, activation: FusedActivation) throws {
+        self.operation = operation
+        left = ctx.input(0)
+        right = ctx.input(1)
+        output = ctx.output(0)
+        do { broadcast = try Broadcast(ctx.shape(left), ctx.shape(right)) } catch {
+            throw ctx.fail("shapes \(ctx.shape(left)) and \(ctx.shape(right)) do not broadcast")
+        }
+        try ctx.setShape(output, broadcast.outputShape)
+        count = broadcast.outputShape.reduce(1, *)
+        let l = try ctx.quantized(left), r = try ctx.quantized(right), o = try ctx.quantized(output)
+        leftOffset = -l.zeroPoint
+        rightOffset = -r.zeroPoint
+        outputOffset = o.zeroPoint
+        range = FixedPoint.activationRange(activation, scale: o.scale, zeroPoint: o.zeroPoint, type: ctx.type(output))
+        switch operation {
+        case .add:
+            let twiceMax = 2 * Double(max(l.scale, r.scale))
+            leftMultiplier = FixedPoint.Multiplier(Double(l.scale) / twiceMax)
+            rightMultiplier = FixedPoint.Multiplier(Double(r.scale) / twiceMax)
+            outputMultiplier = FixedPoint.Multiplier(twiceMax / (Double(1 << Self.leftShift) * Double(o.scale)))
+        case .mul:
+            outputMultiplier = FixedPoint.Multiplier(Double(l.scale) * Double(r.scale) / Double(o.scale))
+        }
+    }
+
+    func run(_ memory: TensorMemory) {
+        let a = memory.typed(left, T.self), b = memory.typed(right, T.self), dst = memory.typed(output, T.self)
+        for i in 0..<count {
+            let x = Int32(a[broadcast.left(i)]) &+ leftOffset
+            let y = Int32(b[broadcast.right(i)]) &+ rightOffset
+            var value: Int32
+            switch operation {
+            case .add:
+                let sx = FixedPoint.multiply(x &* (1 << Self.leftShift), leftMultiplier)
+                let sy = FixedPoint.multiply(y &* (1 << Self.leftShift), rightMultiplier)
+                value = FixedPoint.multiply(sx &+ sy, outputMultiplier) &+ outputOffset
+            case .mul:
+                value = FixedPoint.multiply(x &* y, outputMultiplier) &+ outputOffset
+            }
+            dst[i] = T(truncatingIfNeeded: min(max(value, range.min), range.max))
+        }
+    }
+}
+
+/// ADD and MUL on float32.
+final class FloatArithmetic: Kernel {
+    let operation: Arithmetic<Int8>.Operation
+    let left, right, output: Int
+    let broadcast: Broadcast
+    let count: Int
+    let clamp: (min: Float, max: Float)
+
+    init(_ ctx: PrepareContext, operation: Arithmetic<Int8>.Operation, activation: FusedActivation) throws {
+        self.operation = operation
+        left = ctx.input(0)
+        right = ctx.input(1)
+        output = ctx.output(0)
+        do { broadcast = try Broadcast(ctx.shape(left), ctx.shape(right)) } catch {
+            throw ctx.fail("shapes \(ctx.shape(left)) and \(ctx.shape(right)) do not broadcast")
+        }
+        try ctx.setShape(output, broadcast.outputShape)
+        count = broadcast.outputShape.reduce(1, *)
+        clamp = FixedPoint.activationRange(activation)
+    }
+
+    func run(_ memory: TensorMemory) {
+        let a = memory.typed(left, Float.self), b = memory.typed(right, Float.self), dst = memory.typed(output, Float.self)
+        for i in 0..<count {
+            let x = a[broadcast.left(i)], y = b[broadcast.right(i)]
+            let value = operation == .add ? x + y : x * y
+            dst[i] = min(max(value, clamp.min), clamp.max)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import TFLiteFormat
+
+/// RESHAPE and SQUEEZE: the output shares the input's memory, or copies a constant input.
+final class Reshape: Kernel {
+    let input, output: Int
+    let byteCount: Int
+    let copies: Bool
+
+    init(_ ctx: PrepareContext, shape: [Int]) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        guard ctx.type(input) == ctx.type(output) else { throw ctx.unsupported() }
+        let count = ctx.shape(input).reduce(1, *)
+        var resolved = shape
+        if let unknown = shape.firstIndex(of: -1) {
+            let known = shape.enumerated().filter { $0.offset != unknown }.map(\.element).reduce(1, *)
+            guard known > 0, count % known == 0 else { throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)") }
+            resolved[unknown] = count / known
+        }
+        guard resolved.allSatisfy({ $0 >= 0 }), resolved.reduce(1, *) == count else {
+            throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)")
+        }
+        try ctx.setShape(output, resolved)
+        byteCount = count * (ctx.type(input).byteSize ?? 0)
+        copies = ctx.isConstant(input)
+        if !copies { ctx.alias(output: output, to: input) }
+    }
+
+    /// The target shape of a RESHAPE: its shape tensor, else its options, else the declared output shape.
+    static func targetShape(_ ctx: PrepareContext, options: BuiltinOptions) throws -> [Int] {
+        if ctx.hasInput(1), ctx.isConstant(ctx.input(1)) {
+            let shapeTensor = ctx.input(1)
+            let values = ctx.type(shapeTensor) == .int64
+                ? try ctx.constant(shapeTensor, as: Int64.self).map(Int.init)
+                : try ctx.constant(shapeTensor, as: Int32.self).map(Int.init)
+            if !(values.isEmpty && ctx.shape(shapeTensor) == [1]) { return values }
+        }
+        if case .reshape(let newShape?) = options { return newShape }
+        return ctx.shape(ctx.output(0))
+    }
+
+    /// The output shape of a SQUEEZE.
+    static func squeezedShape(_ ctx: PrepareContext, dimensions: [Int]) throws -> [Int] {
+        let shape = ctx.shape(ctx.input(0))
+        let rank = shape.count
+        let axes = Set(try dimensions.map { d -> Int in
+            let axis = d < 0 ? d + rank : d
+            guard (0..<rank).contains(axis), shape[axis] == 1 else { throw ctx.fail("cannot squeeze dimension \(d) of \(shape)") }
+            return axis
+        })
+        return shape.enumerated().filter { axes.isEmpty ? $0.element != 1 : !axes.contains($0.offset) }.map(\.element)
+    }
+
+    func run(_ memory: TensorMemory) {
+        if copies { memory.raw(output).copyMemory(from: memory.raw(input), byteCount: byteCount) }
+    }
+}
+
+/// CONCATENATION; quantized inputs whose scale or zero point differ from the output's are
+/// requantized with TFLite's float formula (`ConcatenationWithScaling`).
+final class Concatenation: Kernel {
+    struct Part {
+        var tensor: Int
+        var chunk: Int
+        /// nil when the bytes are copied as they are.
+        var requantize: (scale: Float, bias: Float)?
+    }
+
+    let output: Int
+    let parts: [Part]
+    let outer: Int
+    let elementSize: Int
+    let type: TensorType
+    let outputZeroPoint: Int32
+    let range: (min: Int32, max: Int32)
+    let floatClamp: (min: Float, max: Float)?
+
+    init(_ ctx: PrepareContext, axis: Int, activation: FusedActivation) throws {
+        output = ctx.output(0)
+        type = ctx.type(output)
+        let first = ctx.shape(ctx.input(0))
+        let rank = first.count
+        let axis = axis < 0 ? axis + rank : axis
+        guard (0..<rank).contains(axis) else { throw ctx.fail("axis \(axis) out of range for rank \(rank)") }
+        var shape = first
+        shape[axis] = 0
+        for input in ctx.op.inputs {
+            let s = ctx.shape(input)
+            guard s.count == rank, ctx.type(input) == type,
+                  s.enumerated().allSatisfy({ $0.offset == axis || $0.element == first[$0.offset] }) else {
+                throw ctx.fail("input \"\(ctx.info(input).name)\" of shape \(s) does not concatenate with \(first) on axis \(axis)")
+            }
+            shape[axis] += s[axis]
+        }
+        try ctx.setShape(output, shape)
+        outer = first[..<axis].reduce(1, *)
+        let inner = first[(axis + 1)...].reduce(1, *)
+        elementSize = type.byteSize ?? 1
+        floatClamp = type == .float32 && activation != .none ? FixedPoint.activationRange(activation) : nil
+        if type == .uint8 || type == .int8 {
+            let o = try ctx.quantized(output)
+            outputZeroPoint = o.zeroPoint
+            range = type.integerRange
+            let inverse = 1 / o.scale
+            parts = try ctx.op.inputs.map { input in
+                let q = try ctx.quantized(input)
+                let same = q.scale == o.scale && q.zeroPoint == o.zeroPoint
+                let scale = q.scale * inverse
+                return Part(tensor: input, chunk: ctx.shape(input)[axis] * inner,
+                            requantize: same ? nil : (scale, -Float(q.zeroPoint) * scale))
+            }
+        } else {
+            outputZeroPoint = 0
+            range = (0, 0)
+            parts = ctx.op.inputs.map { Part(tensor: $0, chunk: ctx.shape($0)[axis] * inner, requantize: nil) }
+        }
+    }
+
+    func run(_ memory: TensorMemory) {
+        var out = memory.raw(output)
+        for k in 0..<outer {
+            for part in parts {
+                let src = memory.raw(part.tensor) + k * part.chunk * elementSize
+                if let (scale, bias) = part.requantize {
+                    for j in 0..<part.chunk {
+                        let raw = type == .uint8 ? Float(src.load(fromByteOffset: j, as: UInt8.self)) : Float(src.load(fromByteOffset: j, as: Int8.self))
+                        let value = Int32((raw * scale + bias).rounded(.toNearestOrAwayFromZero)) + outputZeroPoint
+                        let clamped = min(max(value, range.min), range.max)
+                        if type == .uint8 { out.storeBytes(of: UInt8(clamped), toByteOffset: j, as: UInt8.self) }
+                        else { out.storeBytes(of: Int8(clamped), toByteOffset: j, as: Int8.self) }
+                    }
+                } else {
+                    out.copyMemory(from: src, byteCount: part.chunk * elementSize)
+                }
+                out += part.chunk * elementSize
+            }
+        }
+        if let clamp = floatClamp {
+            let values = memory.typed(output, Float.self)
+            for i in 0..<(outer * parts.reduce(0) { $0 + $1.chunk }) { values[i] = min(max(values[i], clamp.min), clamp.max) }
+        }
+    }
+}
+
+/// PAD with the zero point (quantized) or 0 (float); paddings come from a constant [rank, 2] tensor.
+final class Pad: Kernel {
+    let input, output: Int
+    let inputShape: [Int]
+    let outputShape: [Int]
+    let before: [Int]
+    let elementSize: Int
+    let fill: UInt8
+
+    init(_ ctx: PrepareContext) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        inputShape = ctx.shape(input)
+        let paddingsTensor = ctx.input(1)
+        let values = ctx.type(paddingsTensor) == .int64
+            ? try ctx.constant(paddingsTensor, as: Int64.self).map(Int.init)
+            : try ctx.constant(paddingsTensor, as: Int32.self).map(Int.init)
+        guard values.count == inputShape.count * 2, values.allSatisfy({ $0 >= 0 }) else {
+            throw ctx.fail("paddings \(values) do not fit input shape \(inputShape)")
+        }
+        before = stride(from: 0, to: values.count, by: 2).map { values[$0] }
+        outputShape = inputShape.enumerated().map { $0.element + values[2 * $0.offset] + values[2 * $0.offset + 1] }
+        try ctx.setShape(output, outputShape)
+        elementSize = ctx.type(input).byteSize ?? 1
+        switch ctx.type(input) {
+        case .float32: fill = 0
+        case .uint8, .int8: fill = UInt8(truncatingIfNeeded: try ctx.quantized(output).zeroPoint)
+        default: throw ctx.unsupported()
+        }
+    }
+
+    func run(_ memory: TensorMemory) {
+        let dst = memory.raw(output), src = memory.raw(input)
+        memset(dst, Int32(fill), outputShape.reduce(1, *) * elementSize)
+        let rank = inputShape.count
+        guard rank > 0, inputShape.allSatisfy({ $0 > 0 }) else { return }
+        let rowBytes = inputShape[rank - 1] * elementSize
+        let rows = inputShape.dropLast().reduce(1, *)
+        var index = Array(repeating: 0, count: max(rank - 1, 0))
+        for row in 0..<rows {
+            var offset = 0
+            for d in 0..<(rank - 1) { offset = offset * outputShape[d] + index[d] + before[d] }
+            offset = offset * outputShape[rank - 1] + before[rank - 1]
+            (dst + offset * elementSize).copyMemory(from: src + row * rowBytes, byteCount: rowBytes)
+            var d = rank - 2
+            while d >= 0 {
+                index[d] += 1
+                if index[d] < inputShape[d] { break }
+                index[d] = 0
+                d -= 1
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import Inference
+import TFLiteFormat
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Describe a .tflite model: tensors, operators, metadata, and whether Spotter can run it.",
+        discussion: """
+            Examples:
+              spotter inspect detect.tflite
+              spotter inspect detect.tflite --json | jq .operators
+            """)
+
+    @Argument(help: "Path to a .tflite model.")
+    var model: String
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    func run() throws {
+        let loaded = try loadModel(model)
+        let report = ModelReport(model: loaded)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            return
+        }
+        print("model: \(model)")
+        print("schema version \(report.version)\(report.description.map { ", \"\($0)\"" } ?? "")")
+        if let name = report.metadata.name { print("metadata: \(name) \(report.metadata.version ?? "")") }
+        if let version = report.metadata.minRuntimeVersion { print("min runtime version: \(version)") }
+        if let labels = report.metadata.labelCount { print("labels: \(labels) embedded") } else { print("labels: none embedded") }
+        if let mean = report.metadata.normalizationMean, let std = report.metadata.normalizationStd {
+            print("normalization: mean \(mean), std \(std)")
+        }
+        func line(_ t: ModelReport.TensorSummary) -> String {
+            var text = "  [\(t.index)] \(t.name) \(t.shape) \(t.type)"
+            if let scale = t.scale, let zero = t.zeroPoint {
+                text += scale.count == 1 ? " scale \(scale[0]) zero point \(zero[0])" : " per-channel (\(scale.count) scales)"
+            }
+            return text
+        }
+        print("inputs:")
+        report.inputs.forEach { print(line($0)) }
+        print("outputs:")
+        report.outputs.forEach { print(line($0)) }
+        print("operators:")
+        for op in report.operators {
+            print("  \(op.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(String(op.count).padding(toLength: 4, withPad: " ", startingAt: 0)) \(op.supported ? "supported" : "NOT SUPPORTED")")
+        }
+        print("runnable: \(report.runnable ? "yes" : "no")")
+        print("detection layout: \(report.detectionLayout ?? "not recognized")")
+        for advice in report.advice { print("note: \(advice)") }
+    }
+}
+
+/// Loads a model, turning file and format errors into one line that says what to do.
+func loadModel(_ path: String) throws -> Model {
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw ValidationError("no model at \(path): check the path")
+    }
+    do {
+        return try Model(contentsOf: URL(fileURLWithPath: path))
+    } catch let error as ModelFormatError {
+        throw ValidationError("cannot read \(path): \(error)")
+    }
+}
