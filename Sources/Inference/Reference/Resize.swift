@@ -2,7 +2,7 @@ import Foundation
 import TFLiteFormat
 
 /// RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR on NHWC tensors, following TFLite's reference kernels:
-/// float interpolation for float32 and uint8 (truncated), 10-bit fixed point for int8.
+/// float interpolation for float32 and uint8 (rounded to nearest), 10-bit fixed point for int8.
 final class Resize: Kernel {
     let input, output: Int
     let type: TensorType
@@ -75,8 +75,7 @@ final class Resize: Kernel {
         case .float32:
             bilinearFloat(src.assumingMemoryBound(to: Float.self), dst.assumingMemoryBound(to: Float.self), value: { $0 }, { $0 })
         case .uint8:
-            // C++'s float-to-uint8 cast truncates toward zero.
-            bilinearFloat(src.assumingMemoryBound(to: UInt8.self), dst.assumingMemoryBound(to: UInt8.self), value: { Float($0) }, { UInt8(clamping: Int($0)) })
+            bilinearFloat(src.assumingMemoryBound(to: UInt8.self), dst.assumingMemoryBound(to: UInt8.self), value: { Float($0) }, { UInt8(clamping: Int($0.rounded(.toNearestOrAwayFromZero))) })
         default: bilinearInteger(src.assumingMemoryBound(to: Int8.self), dst.assumingMemoryBound(to: Int8.self))
         }
     }
@@ -100,7 +99,7 @@ final class Resize: Kernel {
         }
     }
 
-    private func bilinearInteger(_ src: UnsafeMutablePointer<Int8>, _ dst: UnsafeMutablePointer<Int8>) {
+    private func bilinearInteger<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>) {
         func scale10(_ input: Int, _ output: Int) -> Int {
             options.alignCorners && output > 1
                 ? ((1 << 10) * (input - 1) + (output - 1) / 2) / (output - 1)
@@ -124,7 +123,7 @@ final class Resize: Kernel {
                             + at(y0, x1) * Int64((1 << 10) - fy) * Int64(fx)
                             + at(y1, x1) * Int64(fy) * Int64(fx)
                         let round: Int64 = total > 0 ? (1 << 19) : -(1 << 19)
-                        dst[((b * outHeight + y) * outWidth + x) * depth + c] = Int8(truncatingIfNeeded: (total + round) / (1 << 20))
+                        dst[((b * outHeight + y) * outWidth + x) * depth + c] = T(truncatingIfNeeded: (total + round) / (1 << 20))
                     }
                 }
             }

@@ -1,0 +1,59 @@
+import Foundation
+import Inference
+import Testing
+import TestSupport
+import TFLiteFormat
+
+@Suite struct InterpreterTests {
+    @Test func unsupportedOperatorIsNamedWithIndexAndTypesAtLoad() throws {
+        let model = try Model(contentsOf: Fixtures.committed.appendingPathComponent("invalid/unsupported_tanh.tflite"))
+        #expect(throws: InterpreterError.unsupportedOperator(name: "TANH", index: 0, inputTypes: ["float32"], outputTypes: ["float32"])) {
+            try Interpreter(model: model)
+        }
+    }
+
+    @Test func arenaReusesMemoryOfDeadIntermediates() throws {
+        let model = try Model(contentsOf: Fixtures.detectModel)
+        let interpreter = try Interpreter(model: model)
+        let graph = model.subgraph
+        let total = graph.tensors.indices.filter { !graph.tensors[$0].isConstant }.reduce(0) { sum, index in
+            sum + interpreter.shape(ofTensor: index).reduce(1, *) * (graph.tensors[index].type.byteSize ?? 0)
+        }
+        #expect(interpreter.arenaByteCount < total / 2, "arena \(interpreter.arenaByteCount) bytes for \(total) bytes of tensors")
+    }
+
+    @Test func intermediateTensorIsReadableOnlyWhenPreserved() throws {
+        let model = try Model(contentsOf: Fixtures.detectModel)
+        let squeeze = try #require(model.subgraph.tensors.firstIndex { $0.name == "Squeeze" })
+        #expect(throws: InterpreterError.tensorNotPreserved(name: "Squeeze")) {
+            try Interpreter(model: model).tensor(at: squeeze)
+        }
+        let preserved = try Interpreter(model: model, options: .init(preservedTensors: .tensors([squeeze])))
+        #expect(try preserved.tensor(at: squeeze).shape == [1, 1917, 4])
+    }
+
+    @Test func postProcessOutputsGetShapesFromOptions() throws {
+        let interpreter = try Interpreter(model: try Model(contentsOf: Fixtures.detectModel))
+        #expect(try (0..<4).map { try interpreter.output(at: $0).shape } == [[1, 10, 4], [1, 10], [1, 10], [1]])
+    }
+
+    @Test func inputOfWrongSizeIsRejected() throws {
+        let interpreter = try Interpreter(model: try Model(contentsOf: Fixtures.detectModel))
+        #expect(throws: InterpreterError.inputSizeMismatch(input: 0, expected: 270_000, actual: 3)) {
+            try interpreter.copy([1, 2, 3], toInputAt: 0)
+        }
+    }
+
+    @Test func arenaLimitRefusesOversizedGraphs() throws {
+        let model = try Model(contentsOf: Fixtures.detectModel)
+        #expect(throws: InterpreterError.self) { try Interpreter(model: model, options: .init(maxArenaBytes: 1000)) }
+    }
+
+    @Test func numpyFilesWrittenByNumPyDecodeWithTheirShapeAndType() throws {
+        let tensor = try Fixtures.npy(Fixtures.committed.appendingPathComponent("ops/conv2d_int8_same_s2_relu6/input0.npy"))
+        #expect(tensor.type == .int8)
+        #expect(tensor.shape == [1, 9, 9, 3])
+        let again = try NumPy.decode(NumPy.encode(tensor), name: "roundtrip")
+        #expect(again.shape == tensor.shape && again.data == tensor.data && again.type == tensor.type)
+    }
+}

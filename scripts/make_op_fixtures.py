@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Small single-operator .tflite models and LiteRT's outputs for them: Spotter's kernel fixtures.
+
+For every case below this writes Tests/Fixtures/ops/CASE/ with
+  model.tflite     built with the `tflite` package's generated FlatBuffers builders (schema 3)
+  input0.npy ...   random inputs (fixed seed)
+  output0.npy ...  what LiteRT's reference kernels (OpResolverType.BUILTIN_REF) compute
+
+The fixtures are committed; rerun this script after changing a case. Tool versions:
+../shared/reference/requirements.txt (ai-edge-litert 2.3.0, tflite 2.18.0, flatbuffers 25.12.19,
+numpy 2.4.6). Spotter's own outputs are never used here.
+"""
+import importlib
+import os
+import shutil
+
+import flatbuffers
+import flatbuffers.flexbuffers
+import numpy as np
+import tflite
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from tflite.ActivationFunctionType import ActivationFunctionType as Act
+from tflite.BuiltinOperator import BuiltinOperator as Op
+from tflite.BuiltinOptions import BuiltinOptions as Opt
+from tflite.Padding import Padding
+from tflite.TensorType import TensorType as TT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "Tests", "Fixtures", "ops")
+def M(name):
+    """The generated module of a schema table (the package re-exports the classes under the same names)."""
+    return importlib.import_module("tflite." + name)
+
+
+NP = {TT.FLOAT32: np.float32, TT.UINT8: np.uint8, TT.INT8: np.int8, TT.INT32: np.int32, TT.INT16: np.int16}
+rng = np.random.default_rng(20261121)
+
+
+class T:
+    """A tensor of the model being built."""
+
+    def __init__(self, shape, type, data=None, scale=None, zp=None, qdim=0, name=None, buffer=None):
+        self.shape, self.type, self.data, self.buffer = list(shape), type, data, buffer
+        self.scale = None if scale is None else np.atleast_1d(np.array(scale, np.float32))
+        self.zp = None if zp is None else np.atleast_1d(np.array(zp, np.int64))
+        self.qdim, self.name = qdim, name
+
+
+def vector(b, start, values, prepend):
+    start(b, len(values))
+    for v in reversed(values):
+        prepend(v)
+    return b.EndVector()
+
+
+def build(tensors, inputs, outputs, ops):
+    """ops: list of (builtin_code, custom_name, in_idx, out_idx, options_type, options_fn, custom_bytes)."""
+    b = flatbuffers.Builder(1024)
+    codes = []
+    for op in ops:
+        key = (op[0], op[1])
+        if key not in codes:
+            codes.append(key)
+    # Buffers: 0 is the empty sentinel.
+    buffer_offsets = []
+    M("Buffer").BufferStart(b)
+    buffer_offsets.append(M("Buffer").BufferEnd(b))
+    buffer_index = []
+    for t in tensors:
+        if t.data is None:
+            buffer_index.append(0)
+            continue
+        raw = np.ascontiguousarray(t.data.astype(NP[t.type])).tobytes()
+        data = b.CreateByteVector(raw)
+        M("Buffer").BufferStart(b)
+        M("Buffer").BufferAddData(b, data)
+        buffer_index.append(len(buffer_offsets))
+        buffer_offsets.append(M("Buffer").BufferEnd(b))
+    tensor_offsets = []
+    for i, t in enumerate(tensors):
+        name = b.CreateString(t.name or f"t{i}")
+        shape = vector(b, M("Tensor").TensorStartShapeVector, t.shape, b.PrependInt32)
+        quant = None
+        if t.scale is not None:
+            scale = vector(b, M("QuantizationParameters").StartScaleVector, list(t.scale), b.PrependFloat32)
+            zp = vector(b, M("QuantizationParameters").StartZeroPointVector, list(t.zp), b.PrependInt64)
+            M("QuantizationParameters").Start(b)
+            M("QuantizationParameters").AddScale(b, scale)
+            M("QuantizationParameters").AddZeroPoint(b, zp)
+            M("QuantizationParameters").AddQuantizedDimension(b, t.qdim)
+            quant = M("QuantizationParameters").End(b)
+        M("Tensor").TensorStart(b)
+        M("Tensor").TensorAddShape(b, shape)
+        M("Tensor").TensorAddType(b, t.type)
+        M("Tensor").TensorAddBuffer(b, buffer_index[i] if t.buffer is None else t.buffer)
+        M("Tensor").TensorAddName(b, name)
+        if quant is not None:
+            M("Tensor").TensorAddQuantization(b, quant)
+        tensor_offsets.append(M("Tensor").TensorEnd(b))
+    op_offsets = []
+    for code, custom, ins, outs, opt_type, opt_fn, custom_bytes in ops:
+        opt = opt_fn(b) if opt_fn else None
+        custom_vec = b.CreateByteVector(bytes(custom_bytes)) if custom_bytes is not None else None
+        ins_v = vector(b, M("Operator").OperatorStartInputsVector, ins, b.PrependInt32)
+        outs_v = vector(b, M("Operator").OperatorStartOutputsVector, outs, b.PrependInt32)
+        M("Operator").OperatorStart(b)
+        M("Operator").OperatorAddOpcodeIndex(b, codes.index((code, custom)))
+        M("Operator").OperatorAddInputs(b, ins_v)
+        M("Operator").OperatorAddOutputs(b, outs_v)
+        if opt is not None:
+            M("Operator").OperatorAddBuiltinOptionsType(b, opt_type)
+            M("Operator").OperatorAddBuiltinOptions(b, opt)
+        if custom_vec is not None:
+            M("Operator").OperatorAddCustomOptions(b, custom_vec)
+        op_offsets.append(M("Operator").OperatorEnd(b))
+    tensors_v = vector(b, M("SubGraph").SubGraphStartTensorsVector, tensor_offsets, b.PrependUOffsetTRelative)
+    in_v = vector(b, M("SubGraph").SubGraphStartInputsVector, inputs, b.PrependInt32)
+    out_v = vector(b, M("SubGraph").SubGraphStartOutputsVector, outputs, b.PrependInt32)
+    ops_v = vector(b, M("SubGraph").SubGraphStartOperatorsVector, op_offsets, b.PrependUOffsetTRelative)
+    M("SubGraph").SubGraphStart(b)
+    M("SubGraph").SubGraphAddTensors(b, tensors_v)
+    M("SubGraph").SubGraphAddInputs(b, in_v)
+    M("SubGraph").SubGraphAddOutputs(b, out_v)
+    M("SubGraph").SubGraphAddOperators(b, ops_v)
+    subgraph = M("SubGraph").SubGraphEnd(b)
+    code_offsets = []
+    for code, custom in codes:
+        name = b.CreateString(custom) if custom else None
+        M("OperatorCode").OperatorCodeStart(b)
+        M("OperatorCode").OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+        M("OperatorCode").OperatorCodeAddBuiltinCode(b, code)
+        M("OperatorCode").OperatorCodeAddVersion(b, 1)
+        if name is not None:
+            M("OperatorCode").OperatorCodeAddCustomCode(b, name)
+        code_offsets.append(M("OperatorCode").OperatorCodeEnd(b))
+    codes_v = vector(b, M("Model").ModelStartOperatorCodesVector, code_offsets, b.PrependUOffsetTRelative)
+    subgraphs_v = vector(b, M("Model").ModelStartSubgraphsVector, [subgraph], b.PrependUOffsetTRelative)
+    buffers_v = vector(b, M("Model").ModelStartBuffersVector, buffer_offsets, b.PrependUOffsetTRelative)
+    description = b.CreateString("Spotter op fixture")
+    M("Model").ModelStart(b)
+    M("Model").ModelAddVersion(b, 3)
+    M("Model").ModelAddOperatorCodes(b, codes_v)
+    M("Model").ModelAddSubgraphs(b, subgraphs_v)
+    M("Model").ModelAddDescription(b, description)
+    M("Model").ModelAddBuffers(b, buffers_v)
+    b.Finish(M("Model").ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def options(module, **fields):
+    """A builder function for an options table: fields map to the module's `Add<Field>` functions."""
+    def make(b):
+        vectors = {k: vector(b, getattr(mod, f"{name}Start{k}Vector"), v, b.PrependInt32)
+                   for k, v in fields.items() if isinstance(v, list)}
+        getattr(mod, f"{name}Start")(b)
+        for key, value in fields.items():
+            getattr(mod, f"{name}Add{key}")(b, vectors.get(key, value))
+        return getattr(mod, f"{name}End")(b)
+    name = module
+    mod = M(module)
+    return make
+
+
+def random_input(t):
+    if t.type == TT.FLOAT32:
+        return rng.uniform(-3, 3, t.shape).astype(np.float32)
+    info = np.iinfo(NP[t.type])
+    return rng.integers(info.min, info.max + 1, t.shape).astype(NP[t.type])
+
+
+def quantized_weights(shape, type):
+    info = np.iinfo(NP[type])
+    low = info.min + 1 if type == TT.INT8 else info.min
+    return rng.integers(low, info.max + 1, shape).astype(NP[type])
+
+
+def save(case, tensors, inputs, outputs, ops):
+    model = build(tensors, inputs, outputs, ops)
+    folder = os.path.join(OUT, case)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "model.tflite"), "wb") as f:
+        f.write(model)
+    interpreter = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    for k, detail in enumerate(interpreter.get_input_details()):
+        value = random_input(tensors[inputs[k]])
+        np.save(os.path.join(folder, f"input{k}.npy"), value)
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    for k, detail in enumerate(interpreter.get_output_details()):
+        np.save(os.path.join(folder, f"output{k}.npy"), interpreter.get_tensor(detail["index"]))
+
+
+def unary(case, op, type, shape, in_q, out_q, opt_type=0, opt_fn=None):
+    tensors = [T(shape, type, **in_q), T(shape, type, **out_q)]
+    save(case, tensors, [0], [1], [(op, None, [0], [1], opt_type, opt_fn, None)])
+
+
+def conv(case, type, depthwise, stride, padding, act, dilation=1, per_channel=False, multiplier=1):
+    cin = 3
+    cout = cin * multiplier if depthwise else 4
+    fshape = [1, 3, 3, cout] if depthwise else [cout, 3, 3, cin]
+    qdim = 3 if depthwise else 0
+    if type == TT.FLOAT32:
+        inp = T([1, 9, 9, cin], type)
+        filt = T(fshape, type, data=rng.normal(0, 0.5, fshape).astype(np.float32))
+        bias = T([cout], type, data=rng.normal(0, 0.5, [cout]).astype(np.float32))
+        out = T([0], type)
+    else:
+        in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
+        if per_channel:
+            f_s = rng.uniform(0.005, 0.02, cout).astype(np.float32)
+            f_zp = np.zeros(cout, np.int64)
+        else:
+            f_s, f_zp = (np.float32(0.01), 130 if type == TT.UINT8 else 0)
+        filt = T(fshape, type, data=quantized_weights(fshape, type), scale=f_s, zp=f_zp, qdim=qdim)
+        b_s = np.float32(in_s) * np.atleast_1d(f_s).astype(np.float32)
+        bias = T([cout], TT.INT32, data=rng.integers(-2000, 2000, [cout]).astype(np.int32), scale=b_s, zp=np.zeros(len(b_s), np.int64))
+        inp = T([1, 9, 9, cin], type, scale=in_s, zp=in_zp)
+        out = T([0], type, scale=0.05 if type == TT.UINT8 else 0.07, zp=100 if type == TT.UINT8 else 3)
+    if depthwise:
+        opt = options("DepthwiseConv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, DepthMultiplier=multiplier,
+                      FusedActivationFunction=act, DilationWFactor=dilation, DilationHFactor=dilation)
+        code, opt_type = Op.DEPTHWISE_CONV_2D, Opt.DepthwiseConv2DOptions
+    else:
+        opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
+                      DilationWFactor=dilation, DilationHFactor=dilation)
+        code, opt_type = Op.CONV_2D, Opt.Conv2DOptions
+    # Output shape is left for the runtime to compute from the input and options.
+    h = (9 + stride - 1) // stride if padding == Padding.SAME else (9 - ((3 - 1) * dilation + 1)) // stride + 1
+    out.shape = [1, h, h, cout]
+    save(case, [inp, filt, bias, out], [0], [3], [(code, None, [0, 1, 2], [3], opt_type, opt, None)])
+
+
+def fully_connected(case, type):
+    if type == TT.FLOAT32:
+        inp, out = T([2, 6], type), T([2, 5], type)
+        filt = T([5, 6], type, data=rng.normal(0, 0.5, [5, 6]).astype(np.float32))
+        bias = T([5], type, data=rng.normal(0, 0.5, [5]).astype(np.float32))
+    else:
+        in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
+        f_s, f_zp = 0.01, (130 if type == TT.UINT8 else 0)
+        inp = T([2, 6], type, scale=in_s, zp=in_zp)
+        filt = T([5, 6], type, data=quantized_weights([5, 6], type), scale=f_s, zp=f_zp)
+        bias = T([5], TT.INT32, data=rng.integers(-500, 500, [5]).astype(np.int32), scale=np.float32(in_s) * np.float32(f_s), zp=0)
+        out = T([2, 5], type, scale=0.04, zp=110 if type == TT.UINT8 else -7)
+    opt = options("FullyConnectedOptions", FusedActivationFunction=Act.RELU)
+    save(case, [inp, filt, bias, out], [0], [3], [(Op.FULLY_CONNECTED, None, [0, 1, 2], [3], Opt.FullyConnectedOptions, opt, None)])
+
+
+def binary(case, code, type, act):
+    q = lambda s, z: {} if type == TT.FLOAT32 else {"scale": s, "zp": z if type == TT.UINT8 else z - 128}
+    a = T([1, 4, 4, 3], type, **q(0.02, 128))
+    b = T([1, 1, 1, 3], type, **q(0.05, 100))
+    out = T([1, 4, 4, 3], type, **q(0.08 if code == Op.ADD else 0.5, 120))
+    module, opt_type = ("AddOptions", Opt.AddOptions) if code == Op.ADD else ("MulOptions", Opt.MulOptions)
+    save(case, [a, b, out], [0, 1], [2], [(code, None, [0, 1], [2], opt_type, options(module, FusedActivationFunction=act), None)])
+
+
+def pool(case, code, type, padding):
+    q = {} if type == TT.FLOAT32 else {"scale": 0.03, "zp": 7 if type == TT.INT8 else 135}
+    shape_out = [1, 3, 3, 3] if padding == Padding.SAME else [1, 2, 2, 3]
+    tensors = [T([1, 6, 6, 3], type, **q), T(shape_out, type, **q)]
+    opt = options("Pool2DOptions", Padding=padding, StrideW=2, StrideH=2, FilterWidth=3, FilterHeight=3, FusedActivationFunction=Act.RELU6)
+    save(case, tensors, [0], [1], [(code, None, [0], [1], Opt.Pool2DOptions, opt, None)])
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    for type, tag in [(TT.UINT8, "uint8"), (TT.INT8, "int8"), (TT.FLOAT32, "float32")]:
+        per_channel = type == TT.INT8
+        conv(f"conv2d_{tag}_same_s2_relu6", type, False, 2, Padding.SAME, Act.RELU6, per_channel=per_channel)
+        conv(f"conv2d_{tag}_valid_dilated", type, False, 1, Padding.VALID, Act.NONE, dilation=2, per_channel=per_channel)
+        conv(f"depthwise_{tag}_same_m2", type, True, 1, Padding.SAME, Act.RELU, per_channel=per_channel, multiplier=2)
+        conv(f"depthwise_{tag}_valid_s2", type, True, 2, Padding.VALID, Act.NONE, per_channel=per_channel)
+        fully_connected(f"fully_connected_{tag}", type)
+        binary(f"add_{tag}_broadcast", Op.ADD, type, Act.NONE)
+        binary(f"add_{tag}_relu", Op.ADD, type, Act.RELU)
+        binary(f"mul_{tag}_broadcast", Op.MUL, type, Act.NONE)
+        pool(f"average_pool_{tag}_same", Op.AVERAGE_POOL_2D, type, Padding.SAME)
+        pool(f"average_pool_{tag}_valid", Op.AVERAGE_POOL_2D, type, Padding.VALID)
+        pool(f"max_pool_{tag}_same", Op.MAX_POOL_2D, type, Padding.SAME)
+
+    # Activations.
+    u, i8 = {"scale": 0.05, "zp": 130}, {"scale": 0.05, "zp": 2}
+    sig_u, sig_i = {"scale": 1 / 256, "zp": 0}, {"scale": 1 / 256, "zp": -128}
+    unary("logistic_uint8", Op.LOGISTIC, TT.UINT8, [2, 50], u, sig_u)
+    unary("logistic_int8", Op.LOGISTIC, TT.INT8, [2, 50], i8, sig_i)
+    unary("logistic_float32", Op.LOGISTIC, TT.FLOAT32, [2, 50], {}, {})
+    softmax = lambda beta: options("SoftmaxOptions", Beta=beta)
+    unary("softmax_uint8", Op.SOFTMAX, TT.UINT8, [3, 40], u, sig_u, Opt.SoftmaxOptions, softmax(1.0))
+    unary("softmax_int8", Op.SOFTMAX, TT.INT8, [3, 40], i8, sig_i, Opt.SoftmaxOptions, softmax(1.0))
+    unary("softmax_float32_beta", Op.SOFTMAX, TT.FLOAT32, [3, 40], {}, {}, Opt.SoftmaxOptions, softmax(0.7))
+    for code, name in [(Op.RELU, "relu"), (Op.RELU6, "relu6"), (Op.HARD_SWISH, "hard_swish")]:
+        unary(f"{name}_uint8", code, TT.UINT8, [2, 60], u, {"scale": 0.03, "zp": 20})
+        unary(f"{name}_int8", code, TT.INT8, [2, 60], i8, {"scale": 0.03, "zp": -110})
+        unary(f"{name}_float32", code, TT.FLOAT32, [2, 60], {}, {})
+
+    # Quantize and dequantize.
+    save("quantize_float32_to_uint8", [T([3, 20], TT.FLOAT32), T([3, 20], TT.UINT8, scale=0.025, zp=128)], [0], [1],
+         [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
+    save("quantize_float32_to_int8", [T([3, 20], TT.FLOAT32), T([3, 20], TT.INT8, scale=0.02, zp=-3)], [0], [1],
+         [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
+    save("quantize_uint8_to_int8", [T([3, 20], TT.UINT8, scale=0.03, zp=128), T([3, 20], TT.INT8, scale=0.05, zp=4)], [0], [1],
+         [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
+    save("dequantize_uint8", [T([3, 20], TT.UINT8, scale=0.03, zp=100), T([3, 20], TT.FLOAT32)], [0], [1],
+         [(Op.DEQUANTIZE, None, [0], [1], 0, None, None)])
+    save("dequantize_int8", [T([3, 20], TT.INT8, scale=0.07, zp=-9), T([3, 20], TT.FLOAT32)], [0], [1],
+         [(Op.DEQUANTIZE, None, [0], [1], 0, None, None)])
+
+    # Layout operators.
+    for type, tag, q1, q2 in [(TT.UINT8, "uint8", {"scale": 0.02, "zp": 100}, {"scale": 0.05, "zp": 30}),
+                              (TT.INT8, "int8", {"scale": 0.04, "zp": -3}, {"scale": 0.04, "zp": -3}),
+                              (TT.FLOAT32, "float32", {}, {})]:
+        tensors = [T([1, 2, 3, 4], type, **q1), T([1, 2, 5, 4], type, **q2), T([1, 2, 8, 4], type, **q2)]
+        save(f"concatenation_{tag}", tensors, [0, 1], [2],
+             [(Op.CONCATENATION, None, [0, 1], [2], Opt.ConcatenationOptions, options("ConcatenationOptions", Axis=2), None)])
+        pads = T([4, 2], TT.INT32, data=np.array([[0, 0], [1, 2], [2, 0], [0, 1]], np.int32))
+        save(f"pad_{tag}", [T([1, 3, 3, 2], type, **q1), pads, T([1, 6, 5, 3], type, **q1)], [0], [2],
+             [(Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None)])
+        size = T([2], TT.INT32, data=np.array([7, 5], np.int32))
+        for align, half, suffix in [(False, True, "half_pixel"), (True, False, "align_corners"), (False, False, "plain")]:
+            save(f"resize_bilinear_{tag}_{suffix}", [T([1, 4, 3, 2], type, **q1), size, T([1, 7, 5, 2], type, **q1)], [0], [2],
+                 [(Op.RESIZE_BILINEAR, None, [0, 1], [2], Opt.ResizeBilinearOptions,
+                   options("ResizeBilinearOptions", AlignCorners=align, HalfPixelCenters=half), None)])
+            save(f"resize_nearest_{tag}_{suffix}", [T([1, 4, 3, 2], type, **q1), size, T([1, 7, 5, 2], type, **q1)], [0], [2],
+                 [(Op.RESIZE_NEAREST_NEIGHBOR, None, [0, 1], [2], Opt.ResizeNearestNeighborOptions,
+                   options("ResizeNearestNeighborOptions", AlignCorners=align, HalfPixelCenters=half), None)])
+    shape = T([3], TT.INT32, data=np.array([2, -1, 3], np.int32))
+    save("reshape_float32", [T([1, 4, 3, 2], TT.FLOAT32), shape, T([2, 4, 3], TT.FLOAT32)], [0], [2],
+         [(Op.RESHAPE, None, [0, 1], [2], Opt.ReshapeOptions, options("ReshapeOptions", NewShape=[2, -1, 3]), None)])
+    save("squeeze_uint8", [T([1, 5, 1, 3], TT.UINT8, scale=0.1, zp=3), T([5, 3], TT.UINT8, scale=0.1, zp=3)], [0], [1],
+         [(Op.SQUEEZE, None, [0], [1], Opt.SqueezeOptions, options("SqueezeOptions", SqueezeDims=[0, 2]), None)])
+
+    # A small graph: RESHAPE aliasing feeding another op, then a float post-process with regular NMS.
+    anchors = np.stack([rng.uniform(0.1, 0.9, 30), rng.uniform(0.1, 0.9, 30), rng.uniform(0.1, 0.4, 30),
+                        rng.uniform(0.1, 0.4, 30)], axis=1).astype(np.float32)
+    fbb = flatbuffers.flexbuffers.Builder()
+    with fbb.Map():
+        fbb.Int("max_detections", 5)
+        fbb.Int("max_classes_per_detection", 1)
+        fbb.Int("detections_per_class", 3)
+        fbb.Bool("use_regular_nms", True)
+        fbb.Float("nms_score_threshold", 0.3)
+        fbb.Float("nms_iou_threshold", 0.5)
+        fbb.Int("num_classes", 4)
+        fbb.Float("y_scale", 10.0)
+        fbb.Float("x_scale", 10.0)
+        fbb.Float("h_scale", 5.0)
+        fbb.Float("w_scale", 5.0)
+    custom = fbb.Finish()
+    tensors = [T([1, 30, 4], TT.FLOAT32, name="boxes_in"), T([1, 30, 5], TT.FLOAT32, name="raw_scores"),
+               T([30, 4], TT.FLOAT32, data=anchors, name="anchors"), T([1, 30, 5], TT.FLOAT32, name="scores"),
+               T([], TT.FLOAT32, name="detection_boxes"), T([], TT.FLOAT32, name="detection_classes"),
+               T([], TT.FLOAT32, name="detection_scores"), T([], TT.FLOAT32, name="num_detections")]
+    save("detection_postprocess_float32_regular_nms", tensors, [0, 1], [4, 5, 6, 7],
+         [(Op.LOGISTIC, None, [1], [3], 0, None, None),
+          (Op.CUSTOM, "TFLite_Detection_PostProcess", [0, 3, 2], [4, 5, 6, 7], 0, None, custom)])
+    print("wrote", len(os.listdir(OUT)), "cases to", OUT)
+    write_invalid_models()
+
+
+def write_invalid_models():
+    """Models LiteRT itself refuses or cannot run; Spotter must reject them with a precise error."""
+    folder = os.path.join(ROOT, "Tests", "Fixtures", "invalid")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    relu = lambda tensors: [(Op.RELU, None, [0], [1], 0, None, None)]
+    models = {
+        # A tensor claiming 2^40 elements.
+        "huge_tensor.tflite": build([T([1 << 20, 1 << 20], TT.FLOAT32), T([1 << 20, 1 << 20], TT.FLOAT32)], [0], [1], relu(None)),
+        # A tensor naming buffer 7 of a model with 1 buffer.
+        "missing_buffer.tflite": build([T([4], TT.FLOAT32, buffer=7), T([4], TT.FLOAT32)], [0], [1], relu(None)),
+        # An operator Spotter has no kernel for.
+        "unsupported_tanh.tflite": build([T([4], TT.FLOAT32), T([4], TT.FLOAT32)], [0], [1],
+                                         [(Op.TANH, None, [0], [1], 0, None, None)]),
+        # A constant whose buffer is shorter than its shape needs.
+        "short_constant.tflite": build([T([2, 3], TT.FLOAT32), T([3], TT.FLOAT32, data=np.zeros(2, np.float32)),
+                                        T([2, 3], TT.FLOAT32)], [0], [2],
+                                       [(Op.ADD, None, [0, 1], [2], Opt.AddOptions, options("AddOptions"), None)]),
+    }
+    for name, data in models.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
