@@ -196,7 +196,7 @@ private struct FlexDecoder {
         try check(target, size * width + size)
         let keysField = target - 3 * width
         let keys = try indirect(keysField, width: width)
-        let keysWidth = Int(try readUInt(target - 2 * width, width: width))
+        let keysWidth = Int(clamping: try readUInt(target - 2 * width, width: width))
         guard [1, 2, 4, 8].contains(keysWidth) else { throw fail("key vector byte width \(keysWidth)", target - 2 * width) }
         let keyCount = try length(before: keys, width: keysWidth)
         guard keyCount == size else { throw fail("map has \(size) values but \(keyCount) keys", target) }

@@ -168,6 +168,17 @@ import TFLiteFormat
         #expect(throws: ModelFormatError.self) { try FlexBuffers.decode([9, 0x24, 3]) }
     }
 
+    /// Found by scripts/fuzz-reader.sh: a map whose key-vector width field exceeds Int.max trapped.
+    @Test func mapWithOversizedKeyWidthThrows() {
+        func u64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        var bytes: [UInt8] = [UInt8(ascii: "a"), 0, 0, 0, 0, 0, 0, 0]
+        bytes += u64(1) + u64(16)             // key vector: size 1, then the key at distance 16
+        bytes += u64(8) + u64(.max) + u64(1)  // map header: keys at distance 8, key width 2^64-1, size 1
+        bytes += u64(7) + [7]                 // one int value and its type byte
+        bytes += [9, 39, 1]                   // root: map at distance 9, type MAP with 8-byte width, root width 1
+        #expect(throws: ModelFormatError.self) { try FlexBuffers.decode(bytes) }
+    }
+
     @Test func everyTruncationOfRealCustomOptionsThrowsOrDecodes() throws {
         let model = try Model(contentsOf: Fixtures.detectModel)
         let options = try #require(model.subgraph.operators.last?.customOptions)

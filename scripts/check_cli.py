@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the spotter executable: `inspect --json` parses and describes the shared
+model; `run` writes .npy outputs equal to LiteRT's reference kernels on a real image; errors are
+one clear line. Usage: check_cli.py PATH/TO/spotter"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+spotter = sys.argv[1]
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+model = os.path.join(os.path.dirname(root), "shared", "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+failures = []
+
+
+def check(condition, message):
+    print(("ok    " if condition else "FAIL  ") + message)
+    if not condition:
+        failures.append(message)
+
+
+report = json.loads(subprocess.run([spotter, "inspect", model, "--json"], check=True, capture_output=True, text=True).stdout)
+check({"inputs", "outputs", "operators", "runnable"} <= report.keys(), "inspect --json has inputs, outputs, operators, runnable")
+check(report["runnable"] is True, "inspect says the shared model runs")
+ops = {o["name"]: (o["count"], o["supported"]) for o in report["operators"]}
+check(ops.get("CONV_2D") == (34, True) and ops.get("TFLite_Detection_PostProcess") == (1, True), "inspect counts operators")
+check(report["inputs"][0]["shape"] == [1, 300, 300, 3] and report["inputs"][0]["type"] == "uint8", "inspect describes the input")
+check(report["detectionLayout"] == "SSD with post-processing: boxes, classes, scores, count", "inspect recognizes the SSD layout")
+
+with tempfile.TemporaryDirectory() as out:
+    name = "astronaut"
+    inputs = os.path.join(root, "fixtures-generated", "detect", "inputs", name + ".npy")
+    subprocess.run([spotter, "run", model, "--input", inputs, "--output-dir", out, "--tensor", "Squeeze"],
+                   check=True, capture_output=True)
+    expected = os.path.join(root, "fixtures-generated", "detect", "ref", name)
+    for file in ["Squeeze", "TFLite_Detection_PostProcess_1", "TFLite_Detection_PostProcess_2", "TFLite_Detection_PostProcess_3"]:
+        a, b = np.load(os.path.join(out, file + ".npy")), np.load(os.path.join(expected, file + ".npy"))
+        check(a.shape == b.shape and np.array_equal(a, b), f"run writes {file}.npy equal to LiteRT's")
+
+    bad = subprocess.run([spotter, "run", model, "--input", model, "--output-dir", out], capture_output=True, text=True)
+    check(bad.returncode != 0 and "not a NumPy .npy file" in bad.stderr, "run rejects a non-.npy input with a clear error")
+    missing = subprocess.run([spotter, "inspect", "/nonexistent.tflite"], capture_output=True, text=True)
+    check(missing.returncode != 0 and "no model at /nonexistent.tflite" in missing.stderr, "inspect names a missing file")
+    truncated = os.path.join(out, "truncated.tflite")
+    with open(model, "rb") as f, open(truncated, "wb") as g:
+        g.write(f.read()[:100_000])
+    cut = subprocess.run([spotter, "inspect", truncated], capture_output=True, text=True)
+    check(cut.returncode != 0 and "cannot read" in cut.stderr and "truncated" in cut.stderr, "inspect explains a truncated model")
+
+print(f"{5 + 4 + 3 - len(failures)} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)

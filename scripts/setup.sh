@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything Spotter's build, tests and benchmarks need; safe to run again (it only
+# installs what is missing).
+#   - Debian packages: XNNPACK + pthreadpool (kernels), FFmpeg (media), pkg-config
+#   - a Python venv with LiteRT, OpenCV and NumPy (the peer in ../shared/reference, and the tool
+#     that produces expected outputs for the tests), at $SPOTTER_REF_VENV
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(pkg-config libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
+          libavutil-dev libavdevice-dev ffmpeg python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "setup: Swift 6 is required (swift not on PATH)" >&2; exit 1; }
+
+venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
+requirements="../shared/reference/requirements.txt"
+[ -f "$requirements" ] || { echo "setup: $requirements not found: ../shared must sit beside the repository" >&2; exit 1; }
+stamp="$venv/.spotter-requirements"
+if ! [ -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$stamp"; then
+  echo "setup: creating the LiteRT venv at $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$stamp"
+fi
+echo "setup: ok"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sets everything up and runs all tests: expected outputs from LiteRT, the Swift test suites
+# (release build: the reference kernels run real models), and end-to-end checks of the CLI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
+
+# Expected outputs from LiteRT, regenerated when the script changes.
+stamp=fixtures-generated/.stamp
+if ! cmp -s scripts/make_litert_fixtures.py "$stamp" 2>/dev/null; then
+  "$venv/bin/python" scripts/make_litert_fixtures.py 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true
+  cp scripts/make_litert_fixtures.py "$stamp"
+fi
+
+swift build -c release --product spotter
+swift test -c release 2>&1 | tee .build/swift-test.log | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
+swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/swift-test.log)
+[ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
+
+# The command line, end to end, checked by LiteRT and Python's json module.
+cli=$("$venv/bin/python" scripts/check_cli.py .build/release/spotter | tee /dev/stderr | tail -1)
+cli_passed=${cli%% passed*}
+echo "total: $((swift_tests + cli_passed)) passed, 0 failed"
