@@ -19,6 +19,8 @@ swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build
 [ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
 
 # The command line, end to end, checked by LiteRT and Python's json module.
-cli=$("$venv/bin/python" scripts/check_cli.py .build/release/spotter | tee /dev/stderr | tail -1)
+"$venv/bin/python" scripts/check_cli.py .build/release/spotter > .build/check-cli.log || { cat .build/check-cli.log; exit 1; }
+cat .build/check-cli.log
+cli=$(tail -1 .build/check-cli.log)
 cli_passed=${cli%% passed*}
 echo "total: $((swift_tests + cli_passed)) passed, 0 failed"
