@@ -13,10 +13,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
+        // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
+        .systemLibrary(name: "CXNNPACK", providers: [.apt(["libxnnpack-dev", "libpthreadpool-dev"])]),
         // Pure Swift, no C: reads untrusted .tflite bytes (FlatBuffers, FlexBuffers, metadata, zip).
         .target(name: "TFLiteFormat"),
-        // Interpreter, memory planning, reference kernels, the post-process custom op.
-        .target(name: "Inference", dependencies: ["TFLiteFormat"]),
+        // Interpreter, memory planning, reference and XNNPACK kernels, the post-process custom op.
+        .target(name: "Inference", dependencies: ["TFLiteFormat", "CXNNPACK"]),
         // The command-line shell.
         .executableTarget(
             name: "spotter",

@@ -9,12 +9,19 @@ Writes, under OUTDIR (default: fixtures-generated/ at the repository root):
                                tensors that feed the post-process op (Squeeze, convert_scores) and
                                the four post-processed outputs
   detect/xnnpack/NAME/*.npy    the same from LiteRT's default XNNPACK path
+  golden-inputs/one-by-one-person-detection/FRAME.npy
+                               the 300x300 inputs behind ../shared/reference/golden (every 10th
+                               frame), dumped by the peer's own golden.py and checked against the
+                               golden files' input_sha1
 
 Spotter's outputs are never used here. Tool versions: ../shared/reference/requirements.txt
 (ai-edge-litert 2.3.0, opencv-python-headless 5.0.0.93, numpy 2.4.6).
 """
 import argparse
+import hashlib
+import json
 import os
+import subprocess
 import sys
 
 import cv2
@@ -88,6 +95,28 @@ def main():
     print(f"wrote {count} inputs with LiteRT reference and XNNPACK outputs to {base}")
     if count < 20:
         sys.exit("expected at least 20 inputs; are ../shared/images and ../shared/videos complete?")
+    dump_golden_inputs(args.outdir)
+
+
+def dump_golden_inputs(outdir):
+    reference = os.path.join(SHARED, "reference")
+    video = "one-by-one-person-detection"
+    inputs = os.path.join(outdir, "golden-inputs")
+    subprocess.run([sys.executable, os.path.join(reference, "golden.py"), os.path.join(SHARED, "videos", video + ".mp4"),
+                    "--outdir", os.path.join(outdir, "golden-run"), "--dump-inputs", inputs],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    golden = os.path.join(reference, "golden", "litert-xnnpack", video + ".jsonl")
+    checked = 0
+    for line in open(golden):
+        entry = json.loads(line)
+        path = os.path.join(inputs, video, f"{entry['frame']}.npy")
+        if not os.path.exists(path):
+            path = os.path.join(inputs, video, f"{entry['frame']:06d}.npy")
+        data = np.load(path)
+        if hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest() != entry["input_sha1"]:
+            sys.exit(f"{path} does not match the golden input_sha1 of frame {entry['frame']}")
+        checked += 1
+    print(f"dumped {checked} golden inputs to {inputs}, each matching its input_sha1")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ public final class Interpreter {
         public enum Backend: String, Sendable, CaseIterable {
             /// Pure-Swift kernels that reproduce TensorFlow Lite's reference integer arithmetic exactly.
             case reference
+            /// XNNPACK's kernels (Debian's libxnnpack), reference kernels for the operators it lacks.
+            case xnnpack
         }
 
         /// Tensors whose memory is never reused, so they can be read after `invoke()`.
@@ -33,7 +35,7 @@ public final class Interpreter {
 
         /// Threads for the backend's kernels. Default: the number of active processors.
         public var threadCount: Int
-        /// Default: `.reference`.
+        /// Default: `.xnnpack`.
         public var backend: Backend
         /// Default: `.none` (only inputs, outputs and constants can be read).
         public var preservedTensors: Preserved
@@ -41,7 +43,7 @@ public final class Interpreter {
         public var maxArenaBytes: Int
 
         public init(
-            threadCount: Int = ProcessInfo.processInfo.activeProcessorCount, backend: Backend = .reference,
+            threadCount: Int = ProcessInfo.processInfo.activeProcessorCount, backend: Backend = .xnnpack,
             preservedTensors: Preserved = .none, maxArenaBytes: Int = 4 << 30
         ) {
             self.threadCount = threadCount
@@ -75,9 +77,18 @@ public final class Interpreter {
 
         let context = PrepareContext(model: model, graph: graph)
         var kernels: [Kernel] = []
+        var pool: ThreadPool?
+        if options.backend == .xnnpack {
+            try XNNPACK.initialize()
+            pool = ThreadPool(threads: max(1, options.threadCount))
+        }
         for op in graph.operators {
             context.op = op
-            kernels.append(try ReferenceKernels.make(context))
+            if let pool, let kernel = try XNNPACKKernels.make(context, pool: pool) {
+                kernels.append(kernel)
+            } else {
+                kernels.append(try ReferenceKernels.make(context))
+            }
         }
         self.kernels = kernels
         self.shapes = context.shapes
@@ -100,6 +111,8 @@ public final class Interpreter {
             }
         }
         readable = plan.readable
+        let memory = TensorMemory(pointers: pointers)
+        for kernel in kernels { try kernel.bind(memory) }
     }
 
     private let constants: ConstantStore
@@ -116,6 +129,34 @@ public final class Interpreter {
     public func invoke() throws {
         let memory = TensorMemory(pointers: pointers)
         for kernel in kernels { kernel.run(memory) }
+    }
+
+    /// Time spent in one operator, from ``profile(runs:)``.
+    public struct OperatorTiming: Sendable {
+        public var index: Int
+        public var name: String
+        /// Which kernels ran it: `xnnpack` or `reference`.
+        public var backend: String
+        public var medianMilliseconds: Double
+    }
+
+    /// Invokes `runs` times, timing every operator separately; returns each operator's median.
+    public func profile(runs: Int) throws -> [OperatorTiming] {
+        let memory = TensorMemory(pointers: pointers)
+        let clock = ContinuousClock()
+        var samples = Array(repeating: [Double](), count: kernels.count)
+        for _ in 0..<max(1, runs) {
+            for (index, kernel) in kernels.enumerated() {
+                let elapsed = clock.measure { kernel.run(memory) }
+                samples[index].append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
+            }
+        }
+        return samples.enumerated().map { index, times in
+            let sorted = times.sorted()
+            return OperatorTiming(
+                index: index, name: graph.operators[index].code.name,
+                backend: kernels[index] is XNNPACKKernel ? "xnnpack" : "reference", medianMilliseconds: sorted[sorted.count / 2])
+        }
     }
 
     /// Copies `data` into input `index`; it must hold exactly the input's bytes.

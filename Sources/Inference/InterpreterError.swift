@@ -20,6 +20,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
     case unknownTensor(name: String)
     /// The requested backend is not available in this build or on this machine.
     case backendUnavailable(name: String, reason: String)
+    /// A backend library call failed (`status` is the library's own code).
+    case backendFailed(backend: String, call: String, operatorIndex: Int, status: Int)
 
     public var description: String {
         switch self {
@@ -41,6 +43,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
             return "no tensor named \"\(name)\""
         case .backendUnavailable(let name, let reason):
             return "backend \(name) is not available: \(reason)"
+        case .backendFailed(let backend, let call, let index, let status):
+            return "\(backend): \(call) failed with status \(status) for operator \(index)"
         }
     }
 }

@@ -11,7 +11,13 @@ struct TensorMemory {
 /// A prepared operator. Kernels own everything they computed at load (packed weights, multipliers,
 /// lookup tables) and allocate nothing when they run.
 protocol Kernel: AnyObject {
+    /// Called once after memory planning, with the addresses `run` will see.
+    func bind(_ memory: TensorMemory) throws
     func run(_ memory: TensorMemory)
+}
+
+extension Kernel {
+    func bind(_ memory: TensorMemory) throws {}
 }
 
 /// What an operator sees while it is prepared: tensor descriptions, resolved shapes, constants.

@@ -57,7 +57,7 @@ public struct ModelReport: Sendable, Codable {
 
         var shapes = graph.tensors.map(\.shape)
         do {
-            let interpreter = try Interpreter(model: model, options: .init(threadCount: 1))
+            let interpreter = try Interpreter(model: model, options: .init(threadCount: 1, backend: .reference))
             shapes = graph.tensors.indices.map { interpreter.shape(ofTensor: $0) }
             runnable = true
             problem = nil

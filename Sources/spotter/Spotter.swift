@@ -10,6 +10,6 @@ struct Spotter: AsyncParsableCommand {
               spotter inspect ../shared/models/coco-ssd-mobilenet-v1/detect.tflite
               spotter run detect.tflite --input frame.npy --output-dir out/
             """,
-        subcommands: [Inspect.self, Run.self]
+        subcommands: [Inspect.self, Run.self, Bench.self]
     )
 }

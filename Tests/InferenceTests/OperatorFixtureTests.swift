@@ -14,15 +14,43 @@ import TFLiteFormat
         #expect(Self.cases.count >= 70, "expected the committed op fixtures in \(Self.folder.path)")
     }
 
-    @Test("reference kernel matches LiteRT", arguments: cases)
-    func referenceKernelMatchesLiteRT(_ name: String) throws {
-        let dir = Self.folder.appendingPathComponent(name)
+    /// Runs a fixture's model on its inputs with `backend`.
+    static func run(_ name: String, _ backend: Interpreter.Options.Backend) throws -> Interpreter {
+        let dir = folder.appendingPathComponent(name)
         let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
-        let interpreter = try Interpreter(model: model, options: .init(backend: .reference))
+        let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend))
         for index in 0..<interpreter.inputCount {
             try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
         }
         try interpreter.invoke()
+        return interpreter
+    }
+
+    /// XNNPACK rounds differently from TFLite's reference arithmetic (float requantization, its own
+    /// lookup tables), so its 8-bit outputs may differ by a step; floats by summation order.
+    @Test("XNNPACK backend is within one step of LiteRT's reference kernels", arguments: cases)
+    func xnnpackBackendIsCloseToLiteRT(_ name: String) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        for index in 0..<interpreter.outputCount {
+            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output\(index).npy"))
+            let actual = try interpreter.output(at: index)
+            switch actual.type {
+            case .float32:
+                expectClose(actual.values(as: Float.self), expected.values(as: Float.self), relative: 1e-4, "\(name) output \(index)")
+            case .uint8:
+                let steps = zip(actual.data, expected.data).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                #expect(steps <= 1, "\(name) output \(index) differs by \(steps) steps")
+            default:
+                let steps = zip(actual.values(as: Int8.self), expected.values(as: Int8.self)).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                #expect(steps <= 1, "\(name) output \(index) differs by \(steps) steps")
+            }
+        }
+    }
+
+    @Test("reference kernel matches LiteRT", arguments: cases)
+    func referenceKernelMatchesLiteRT(_ name: String) throws {
+        let interpreter = try Self.run(name, .reference)
+        let dir = Self.folder.appendingPathComponent(name)
         for index in 0..<interpreter.outputCount {
             let expected = try Fixtures.npy(dir.appendingPathComponent("output\(index).npy"))
             let actual = try interpreter.output(at: index)

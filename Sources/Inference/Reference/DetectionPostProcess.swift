@@ -69,10 +69,10 @@ final class DetectionPostProcess: Kernel {
     let classesWithBackground: Int
     let labelOffset: Int
     let outputSlots: Int
-    // Scratch, allocated once at load.
-    private var decoded: [Float]
-    private var scores: [Float]
-    private var anchors: [Float]
+    // Scratch, allocated once at load and owned by this kernel.
+    private let decoded: UnsafeMutableBufferPointer<Float>
+    private let scores: UnsafeMutableBufferPointer<Float>
+    private let anchors: UnsafeMutableBufferPointer<Float>
     private let boxQuantization: (scale: Float, zeroPoint: Float)?
     private let scoreQuantization: (scale: Double, zeroPoint: Int32)?
     private let boxType, scoreType: TensorType
@@ -121,16 +121,21 @@ final class DetectionPostProcess: Kernel {
         } else {
             scoreQuantization = nil
         }
-        decoded = Array(repeating: 0, count: anchorCount * 4)
-        scores = Array(repeating: 0, count: anchorCount * classesWithBackground)
-        anchors = Array(repeating: 0, count: anchorCount * 4)
+        decoded = .allocate(capacity: anchorCount * 4)
+        scores = .allocate(capacity: anchorCount * classesWithBackground)
+        anchors = .allocate(capacity: anchorCount * 4)
+        decoded.initialize(repeating: 0)
+        scores.initialize(repeating: 0)
+        anchors.initialize(repeating: 0)
         if ctx.isConstant(anchorInput) {
+            let values: [Float]
             if ctx.type(anchorInput) == .uint8 {
                 let q = try ctx.quantized(anchorInput)
-                anchors = try ctx.constant(anchorInput, as: UInt8.self).map { (Float($0) - Float(q.zeroPoint)) * q.scale }
+                values = try ctx.constant(anchorInput, as: UInt8.self).map { (Float($0) - Float(q.zeroPoint)) * q.scale }
             } else {
-                anchors = try ctx.constant(anchorInput, as: Float.self)
+                values = try ctx.constant(anchorInput, as: Float.self)
             }
+            _ = anchors.update(fromContentsOf: values)
             anchorsAreConstant = true
         } else {
             if ctx.type(anchorInput) == .uint8 {
@@ -139,6 +144,16 @@ final class DetectionPostProcess: Kernel {
             }
             anchorsAreConstant = false
         }
+    }
+
+    /// Dequantized value of every uint8 score (TFLite's `Dequantize`: float(double(scale) * (q - zp))).
+    private lazy var scoreTable: [Float] = (0..<256).map { q in
+        scoreQuantization.map { Float($0.scale * Double(Int32(q) - $0.zeroPoint)) } ?? 0
+    }
+    deinit {
+        decoded.deallocate()
+        scores.deallocate()
+        anchors.deallocate()
     }
 
     private var anchorsAreConstant: Bool
@@ -163,9 +178,11 @@ final class DetectionPostProcess: Kernel {
 
     private func loadInputs(_ memory: TensorMemory) {
         let raw = memory.raw(scoreInput)
-        if let (scale, zero) = scoreQuantization {
+        if scoreQuantization != nil {
             let values = raw.assumingMemoryBound(to: UInt8.self)
-            for i in 0..<scores.count { scores[i] = Float(scale * Double(Int32(values[i]) - zero)) }
+            scoreTable.withUnsafeBufferPointer { table in
+                for i in 0..<scores.count { scores[i] = table[Int(values[i])] }
+            }
         } else {
             let values = raw.assumingMemoryBound(to: Float.self)
             for i in 0..<scores.count { scores[i] = values[i] }
@@ -232,8 +249,16 @@ final class DetectionPostProcess: Kernel {
     /// score threshold, best first (ties keep anchor order), each suppressing later ones whose IoU
     /// exceeds the threshold.
     private func suppress(_ candidateScores: [Float], limit: Int) -> [Int] {
-        var kept = candidateScores.indices.filter { candidateScores[$0] >= options.scoreThreshold }
-        kept.sort { candidateScores[$0] != candidateScores[$1] ? candidateScores[$0] > candidateScores[$1] : $0 < $1 }
+        // Sort keys: descending score in the high half, ascending anchor in the low half.
+        var keys: [UInt64] = []
+        keys.reserveCapacity(candidateScores.count)
+        for (index, score) in candidateScores.enumerated() where score >= options.scoreThreshold {
+            let bits = score.bitPattern
+            let ordered = bits & 0x8000_0000 != 0 ? ~bits : bits | 0x8000_0000
+            keys.append(UInt64(~ordered) << 32 | UInt64(index))
+        }
+        keys.sort()
+        let kept = keys.map { Int($0 & 0xffff_ffff) }
         var active = [Bool](repeating: true, count: kept.count)
         var selected: [Int] = []
         for i in kept.indices where active[i] {
@@ -248,7 +273,7 @@ final class DetectionPostProcess: Kernel {
     }
 
     /// Indices of the `count` highest values, ties by lower index.
-    private func topIndices(_ values: ArraySlice<Float>, _ count: Int) -> [Int] {
+    private func topIndices<C: RandomAccessCollection<Float>>(_ values: C, _ count: Int) -> [Int] where C.Index == Int {
         let base = values.startIndex
         return Array(values.indices.sorted { values[$0] != values[$1] ? values[$0] > values[$1] : $0 < $1 }.prefix(count)).map { $0 - base }
     }
@@ -284,7 +309,7 @@ final class DetectionPostProcess: Kernel {
         for c in 0..<options.numClasses {
             for anchor in 0..<anchorCount { classScores[anchor] = scores[anchor * classesWithBackground + c + labelOffset] }
             let merged = best + suppress(classScores, limit: perClass).map { Detection(anchor: $0, classIndex: c, score: classScores[$0]) }
-            let order = topIndices(ArraySlice(merged.map(\.score)), min(merged.count, options.maxDetections))
+            let order = topIndices(merged.map(\.score), min(merged.count, options.maxDetections))
             best = order.map { merged[$0] }
         }
         return best

@@ -58,27 +58,25 @@ final class Reshape: Kernel {
 }
 
 /// CONCATENATION; quantized inputs whose scale or zero point differ from the output's are
-/// requantized with TFLite's float formula (`ConcatenationWithScaling`).
+/// requantized with TFLite's float formula (`ConcatenationWithScaling`), precomputed at load as a
+/// 256-entry table per input (the result depends on the 8-bit input value alone).
 final class Concatenation: Kernel {
     struct Part {
         var tensor: Int
         var chunk: Int
-        /// nil when the bytes are copied as they are.
-        var requantize: (scale: Float, bias: Float)?
+        /// Output byte for every input byte; nil when the bytes are copied as they are.
+        var table: [UInt8]?
     }
 
     let output: Int
     let parts: [Part]
     let outer: Int
     let elementSize: Int
-    let type: TensorType
-    let outputZeroPoint: Int32
-    let range: (min: Int32, max: Int32)
     let floatClamp: (min: Float, max: Float)?
 
     init(_ ctx: PrepareContext, axis: Int, activation: FusedActivation) throws {
         output = ctx.output(0)
-        type = ctx.type(output)
+        let type = ctx.type(output)
         let first = ctx.shape(ctx.input(0))
         let rank = first.count
         let axis = axis < 0 ? axis + rank : axis
@@ -98,22 +96,26 @@ final class Concatenation: Kernel {
         let inner = first[(axis + 1)...].reduce(1, *)
         elementSize = type.byteSize ?? 1
         floatClamp = type == .float32 && activation != .none ? FixedPoint.activationRange(activation) : nil
-        if type == .uint8 || type == .int8 {
-            let o = try ctx.quantized(output)
-            outputZeroPoint = o.zeroPoint
-            range = type.integerRange
-            let inverse = 1 / o.scale
-            parts = try ctx.op.inputs.map { input in
-                let q = try ctx.quantized(input)
-                let same = q.scale == o.scale && q.zeroPoint == o.zeroPoint
-                let scale = q.scale * inverse
-                return Part(tensor: input, chunk: ctx.shape(input)[axis] * inner,
-                            requantize: same ? nil : (scale, -Float(q.zeroPoint) * scale))
+        guard type == .uint8 || type == .int8 else {
+            parts = ctx.op.inputs.map { Part(tensor: $0, chunk: ctx.shape($0)[axis] * inner, table: nil) }
+            return
+        }
+        let o = try ctx.quantized(output)
+        let (low, high) = type.integerRange
+        let inverse = 1 / o.scale
+        parts = try ctx.op.inputs.map { input in
+            let q = try ctx.quantized(input)
+            guard q.scale != o.scale || q.zeroPoint != o.zeroPoint else {
+                return Part(tensor: input, chunk: ctx.shape(input)[axis] * inner, table: nil)
             }
-        } else {
-            outputZeroPoint = 0
-            range = (0, 0)
-            parts = ctx.op.inputs.map { Part(tensor: $0, chunk: ctx.shape($0)[axis] * inner, requantize: nil) }
+            let scale = q.scale * inverse
+            let bias = -Float(q.zeroPoint) * scale
+            let table = (0..<256).map { byte -> UInt8 in
+                let value = type == .uint8 ? Float(byte) : Float(Int8(truncatingIfNeeded: byte))
+                let requantized = Int32((value * scale + bias).rounded(.toNearestOrAwayFromZero)) + o.zeroPoint
+                return UInt8(truncatingIfNeeded: min(max(requantized, low), high))
+            }
+            return Part(tensor: input, chunk: ctx.shape(input)[axis] * inner, table: table)
         }
     }
 
@@ -122,13 +124,10 @@ final class Concatenation: Kernel {
         for k in 0..<outer {
             for part in parts {
                 let src = memory.raw(part.tensor) + k * part.chunk * elementSize
-                if let (scale, bias) = part.requantize {
-                    for j in 0..<part.chunk {
-                        let raw = type == .uint8 ? Float(src.load(fromByteOffset: j, as: UInt8.self)) : Float(src.load(fromByteOffset: j, as: Int8.self))
-                        let value = Int32((raw * scale + bias).rounded(.toNearestOrAwayFromZero)) + outputZeroPoint
-                        let clamped = min(max(value, range.min), range.max)
-                        if type == .uint8 { out.storeBytes(of: UInt8(clamped), toByteOffset: j, as: UInt8.self) }
-                        else { out.storeBytes(of: Int8(clamped), toByteOffset: j, as: Int8.self) }
+                if let table = part.table {
+                    let from = src.assumingMemoryBound(to: UInt8.self), to = out.assumingMemoryBound(to: UInt8.self)
+                    table.withUnsafeBufferPointer { table in
+                        for j in 0..<part.chunk { to[j] = table[Int(from[j])] }
                     }
                 } else {
                     out.copyMemory(from: src, byteCount: part.chunk * elementSize)

@@ -1,0 +1,74 @@
+internal import CXNNPACK
+
+/// Process-wide XNNPACK state and its one status check.
+enum XNNPACK {
+    /// `xnn_initialize`, run once per process (XNNPACK detects the CPU's kernels here).
+    private static let initialization: UInt32 = xnn_initialize(nil).rawValue
+
+    /// Initializes XNNPACK, or explains why it cannot run here.
+    ///
+    /// - Throws: ``InterpreterError/backendUnavailable(name:reason:)``.
+    static func initialize() throws {
+        guard initialization == xnn_status_success.rawValue else {
+            throw InterpreterError.backendUnavailable(
+                name: "xnnpack", reason: initialization == xnn_status_unsupported_hardware.rawValue
+                    ? "this CPU lacks the instructions XNNPACK needs" : "xnn_initialize failed with status \(initialization)")
+        }
+    }
+
+    /// Converts an XNNPACK status into an error naming the call and the operator.
+    static func check(_ status: xnn_status, _ call: String, operatorIndex: Int) throws {
+        guard status == xnn_status_success else {
+            throw InterpreterError.backendFailed(backend: "xnnpack", call: call, operatorIndex: operatorIndex, status: Int(status.rawValue))
+        }
+    }
+}
+
+/// A pthreadpool shared by the XNNPACK operators of one interpreter (nil handle: run on the caller's thread).
+final class ThreadPool {
+    let handle: pthreadpool_t?
+
+    init(threads: Int) {
+        handle = threads > 1 ? pthreadpool_create(threads) : nil
+    }
+
+    deinit {
+        if let handle { pthreadpool_destroy(handle) }
+    }
+}
+
+/// One XNNPACK operator: created (weights packed) at load, set up once with the arena's fixed
+/// addresses, run on every invoke. Deleted with this object, before the pool it keeps alive.
+final class XNNPACKKernel: Kernel {
+    private let handle: xnn_operator_t
+    private let pool: ThreadPool
+    private let setup: (xnn_operator_t, TensorMemory, pthreadpool_t?) -> xnn_status
+    private let operatorIndex: Int
+
+    /// - Parameters:
+    ///   - create: calls an `xnn_create_*` function; XNNPACK copies (packs) the weights it is given.
+    ///   - setup: calls the matching `xnn_setup_*` with the tensors' addresses.
+    init(_ ctx: PrepareContext, pool: ThreadPool, name: String,
+         create: (UnsafeMutablePointer<xnn_operator_t?>) -> xnn_status,
+         setup: @escaping (xnn_operator_t, TensorMemory, pthreadpool_t?) -> xnn_status) throws {
+        var op: xnn_operator_t?
+        try XNNPACK.check(create(&op), "xnn_create_\(name)", operatorIndex: ctx.op.index)
+        guard let op else { throw ctx.fail("xnn_create_\(name) returned no operator") }
+        handle = op
+        self.pool = pool
+        self.setup = setup
+        operatorIndex = ctx.op.index
+    }
+
+    deinit { xnn_delete_operator(handle) }
+
+    func bind(_ memory: TensorMemory) throws {
+        try XNNPACK.check(setup(handle, memory, pool.handle), "xnn_setup", operatorIndex: operatorIndex)
+    }
+
+    func run(_ memory: TensorMemory) {
+        // Setup succeeded with these addresses, so running can only fail on misuse.
+        let status = xnn_run_operator(handle, pool.handle)
+        precondition(status == xnn_status_success, "xnn_run_operator failed with status \(status.rawValue)")
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import Inference
+import TFLiteFormat
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Time invoke() of a model: loads once, warms up, prints min / median / p90 in ms.",
+        discussion: """
+            The input is the given .npy file, or a fixed pseudo-random pattern. Only invoke() is timed.
+
+            Examples:
+              spotter bench detect.tflite --threads 1 --runs 200
+              spotter bench detect.tflite --backend reference --runs 5 --warmup 1 --json
+            """)
+
+    @Argument(help: "Path to a .tflite model.")
+    var model: String
+
+    @Option(help: "Threads for the backend (default: all cores).")
+    var threads: Int?
+
+    @Option(help: "Timed runs.")
+    var runs = 100
+
+    @Option(help: "Untimed runs first.")
+    var warmup = 10
+
+    @Option(help: "Kernels: \(Interpreter.Options.Backend.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var backend: Interpreter.Options.Backend = .xnnpack
+
+    @Option(help: "An .npy file for the first input (default: a fixed pattern).")
+    var input: String?
+
+    @Flag(help: "Print one JSON object with min_ms, median_ms, p90_ms, threads, backend, runs.")
+    var json = false
+
+    @Flag(help: "Also time every operator and print the slowest ones.")
+    var profile = false
+
+    func validate() throws {
+        guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
+        guard warmup >= 0 else { throw ValidationError("--warmup cannot be negative") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+    }
+
+    func run() throws {
+        let loaded = try loadModel(model)
+        let threadCount = threads ?? ProcessInfo.processInfo.activeProcessorCount
+        let interpreter = try Interpreter(model: loaded, options: .init(threadCount: threadCount, backend: backend))
+        if let input {
+            try interpreter.copy(try NumPy.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: input))), name: input).data, toInputAt: 0)
+        } else {
+            try interpreter.withInput(at: 0) { buffer in
+                for i in buffer.indices { buffer[i] = UInt8(truncatingIfNeeded: (i &* 2_654_435_761) >> 13) }
+            }
+        }
+        for _ in 0..<warmup { try interpreter.invoke() }
+        var times: [Double] = []
+        times.reserveCapacity(runs)
+        let clock = ContinuousClock()
+        for _ in 0..<runs {
+            let elapsed = try clock.measure { try interpreter.invoke() }
+            times.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
+        }
+        times.sort()
+        if profile {
+            let timings = try interpreter.profile(runs: runs)
+            let total = timings.reduce(0) { $0 + $1.medianMilliseconds }
+            var byType: [String: Double] = [:]
+            for t in timings { byType["\(t.name) (\(t.backend))", default: 0] += t.medianMilliseconds }
+            for (name, ms) in byType.sorted(by: { $0.value > $1.value }) {
+                print(String(format: "  %-42@ %7.3f ms  %5.1f%%", name, ms, 100 * ms / total))
+            }
+            for t in timings.sorted(by: { $0.medianMilliseconds > $1.medianMilliseconds }).prefix(8) {
+                print(String(format: "  op %3d %-28@ %7.3f ms", t.index, t.name, t.medianMilliseconds))
+            }
+        }
+        let median = times.count % 2 == 1 ? times[times.count / 2] : (times[times.count / 2 - 1] + times[times.count / 2]) / 2
+        let p90 = times[min(times.count - 1, Int((Double(times.count) * 0.9).rounded(.up)) - 1)]
+        if json {
+            let object: [String: Any] = [
+                "min_ms": times[0], "median_ms": median, "p90_ms": p90, "threads": threadCount,
+                "backend": backend.rawValue, "runs": runs, "warmup": warmup, "model": model,
+            ]
+            print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+        } else {
+            print(String(format: "%@ backend=%@ threads=%d runs=%d: min %.2f  median %.2f  p90 %.2f ms",
+                         model, backend.rawValue, threadCount, runs, times[0], median, p90))
+        }
+    }
+}
