@@ -15,10 +15,13 @@ let package = Package(
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
         .systemLibrary(name: "CXNNPACK", providers: [.apt(["libxnnpack-dev", "libpthreadpool-dev"])]),
+        // AVX-512 VNNI kernels Swift cannot express (no per-function target features without
+        // unsafeFlags); each checks the CPU at run time.
+        .target(name: "CKernels", dependencies: ["CXNNPACK"]),
         // Pure Swift, no C: reads untrusted .tflite bytes (FlatBuffers, FlexBuffers, metadata, zip).
         .target(name: "TFLiteFormat"),
         // Interpreter, memory planning, reference and XNNPACK kernels, the post-process custom op.
-        .target(name: "Inference", dependencies: ["TFLiteFormat", "CXNNPACK"]),
+        .target(name: "Inference", dependencies: ["TFLiteFormat", "CXNNPACK", "CKernels"]),
         // The command-line shell.
         .executableTarget(
             name: "spotter",

@@ -5,6 +5,7 @@ For every case below this writes Tests/Fixtures/ops/CASE/ with
   model.tflite     built with the `tflite` package's generated FlatBuffers builders (schema 3)
   input0.npy ...   random inputs (fixed seed)
   output0.npy ...  what LiteRT's reference kernels (OpResolverType.BUILTIN_REF) compute
+  xnnpack_output0.npy ...  what LiteRT's default path (its XNNPACK delegate) computes
 
 The fixtures are committed; rerun this script after changing a case. Tool versions:
 ../shared/reference/requirements.txt (ai-edge-litert 2.3.0, tflite 2.18.0, flatbuffers 25.12.19,
@@ -189,6 +190,13 @@ def save(case, tensors, inputs, outputs, ops):
     interpreter.invoke()
     for k, detail in enumerate(interpreter.get_output_details()):
         np.save(os.path.join(folder, f"output{k}.npy"), interpreter.get_tensor(detail["index"]))
+    default = Interpreter(model_content=model, num_threads=1)
+    default.allocate_tensors()
+    for k, detail in enumerate(default.get_input_details()):
+        default.set_tensor(detail["index"], np.load(os.path.join(folder, f"input{k}.npy")))
+    default.invoke()
+    for k, detail in enumerate(default.get_output_details()):
+        np.save(os.path.join(folder, f"xnnpack_output{k}.npy"), default.get_tensor(detail["index"]))
 
 
 def unary(case, op, type, shape, in_q, out_q, opt_type=0, opt_fn=None):

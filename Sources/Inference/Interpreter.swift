@@ -135,7 +135,7 @@ public final class Interpreter {
     public struct OperatorTiming: Sendable {
         public var index: Int
         public var name: String
-        /// Which kernels ran it: `xnnpack` or `reference`.
+        /// Which kernels ran it: `xnnpack`, `vnni` (Spotter's AVX-512 VNNI convolution) or `reference`.
         public var backend: String
         public var medianMilliseconds: Double
     }
@@ -155,7 +155,8 @@ public final class Interpreter {
             let sorted = times.sorted()
             return OperatorTiming(
                 index: index, name: graph.operators[index].code.name,
-                backend: kernels[index] is XNNPACKKernel ? "xnnpack" : "reference", medianMilliseconds: sorted[sorted.count / 2])
+                backend: kernels[index] is XNNPACKKernel ? "xnnpack" : kernels[index] is VNNIConvolution ? "vnni" : "reference",
+                medianMilliseconds: sorted[sorted.count / 2])
         }
     }
 

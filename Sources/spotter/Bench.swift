@@ -69,11 +69,13 @@ struct Bench: ParsableCommand {
             let total = timings.reduce(0) { $0 + $1.medianMilliseconds }
             var byType: [String: Double] = [:]
             for t in timings { byType["\(t.name) (\(t.backend))", default: 0] += t.medianMilliseconds }
+            print("per operator type (median of \(runs) runs, summed):")
             for (name, ms) in byType.sorted(by: { $0.value > $1.value }) {
-                print(String(format: "  %-42@ %7.3f ms  %5.1f%%", name, ms, 100 * ms / total))
+                print("  " + name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%8.3f ms %6.1f%%", ms, 100 * ms / total))
             }
+            print("slowest operators:")
             for t in timings.sorted(by: { $0.medianMilliseconds > $1.medianMilliseconds }).prefix(8) {
-                print(String(format: "  op %3d %-28@ %7.3f ms", t.index, t.name, t.medianMilliseconds))
+                print(String(format: "  op %3d ", t.index) + t.name.padding(toLength: 36, withPad: " ", startingAt: 0) + String(format: "%8.3f ms", t.medianMilliseconds))
             }
         }
         let median = times.count % 2 == 1 ? times[times.count / 2] : (times[times.count / 2 - 1] + times[times.count / 2]) / 2

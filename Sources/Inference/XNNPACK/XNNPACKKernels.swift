@@ -15,6 +15,7 @@ enum XNNPACKKernels {
         guard ctx.type(op.outputs[0]) == type || [.quantize, .dequantize].contains(op.code.builtin) else { return nil }
         switch (op.code.builtin, op.options) {
         case (.conv2D, .conv2D(let options)):
+            if let kernel = try VNNIConvolution.make(ctx, pool: pool, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: false)
         case (.depthwiseConv2D, .depthwiseConv2D(let options)):
             return try convolution(ctx, pool, options, depthwise: true)

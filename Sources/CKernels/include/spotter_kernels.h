@@ -1,0 +1,43 @@
+// Hand-written SIMD kernels that Swift cannot express: Swift has no per-function CPU target
+// features, and enabling AVX-512 for a whole target needs unsafeFlags. Each kernel checks the CPU
+// at run time (spotter_has_vnni) and is only called where it returns true.
+#ifndef SPOTTER_KERNELS_H
+#define SPOTTER_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthreadpool.h>
+
+/// Output channels per packed weight block.
+#define SPOTTER_CONV_NR 32
+
+/// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
+int spotter_has_vnni(void);
+
+/// A uint8 convolution (TFLite's asymmetric per-tensor scheme) as an im2col GEMM on VNNI.
+///
+/// Weights are packed by the caller as [n block][k/4][32 channels][4 bytes] holding w - 128 as int8,
+/// zero for k past the kernel and channels past out_c. Accumulators are exact:
+///   acc = dot(x, w - 128) + col_factor[n] * sum_k(x) + col_const[n]
+/// with col_factor = 128 - w_zero and col_const = bias - x_zero * sum_k(w - w_zero); padded taps read
+/// x_zero. The output is requantized as XNNPACK (and so LiteRT's default CPU path) does:
+///   out = max(min(rint(float(acc) * scale[n]), out_max - out_zero) + out_zero, out_min)
+typedef struct spotter_conv {
+    int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
+    int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int32_t k;         ///< k_h * k_w * in_c
+    int32_t k4;        ///< k rounded up to a multiple of 4
+    int32_t direct;    ///< 1: 1x1, stride 1, no padding, in_c % 4 == 0: the input is the GEMM's A matrix
+    int32_t in_zero;   ///< input zero point
+    int32_t out_zero, out_min, out_max;
+    const int8_t* packed;        ///< (out_c rounded up to 32) * k4 bytes
+    const int32_t* col_factor;   ///< per channel, padded to a multiple of 32
+    const int32_t* col_const;
+    const float* scale;          ///< input_scale * w_scale / output_scale per channel
+    uint8_t* im2col;             ///< scratch: batches*out_h*out_w rows of k4 bytes (unused when direct)
+} spotter_conv;
+
+/// Runs the convolution; rows of the output are split across the pool's threads (pool may be NULL).
+void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool);
+
+#endif

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Benchmarks Spotter against the peer (LiteRT) side by side: sets up, builds release, runs both.
+#   scripts/bench.sh [--threads 1,2] [--runs 200] [--rounds 3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null
+venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
+[ -f fixtures-generated/detect/inputs/one-by-one-person-detection-f0300.npy ] || "$venv/bin/python" scripts/make_litert_fixtures.py >/dev/null 2>&1
+swift build -c release --product spotter 2>&1 | tail -1
+"$venv/bin/python" scripts/bench_inference.py .build/release/spotter "$@"
