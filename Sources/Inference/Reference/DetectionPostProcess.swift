@@ -127,6 +127,17 @@ final class DetectionPostProcess: Kernel {
         decoded.initialize(repeating: 0)
         scores.initialize(repeating: 0)
         anchors.initialize(repeating: 0)
+        candidates = .allocate(capacity: anchorCount)
+        candidates.initialize(repeating: 0)
+        active = .allocate(capacity: anchorCount)
+        active.initialize(repeating: false)
+        picked = .allocate(capacity: anchorCount)
+        picked.initialize(repeating: 0)
+        let empty = Detection(anchor: 0, classIndex: 0, score: 0)
+        results = .allocate(capacity: max(outputSlots, options.maxDetections))
+        results.initialize(repeating: empty)
+        merging = .allocate(capacity: options.maxDetections + min(options.detectionsPerClass, options.maxDetections))
+        merging.initialize(repeating: empty)
         if ctx.isConstant(anchorInput) {
             let values: [Float]
             if ctx.type(anchorInput) == .uint8 {
@@ -150,10 +161,19 @@ final class DetectionPostProcess: Kernel {
     private lazy var scoreTable: [Float] = (0..<256).map { q in
         scoreQuantization.map { Float($0.scale * Double(Int32(q) - $0.zeroPoint)) } ?? 0
     }
+    // NMS scratch: per-anchor candidate scores and flags, picked anchors, detections.
+    private let candidates: UnsafeMutableBufferPointer<Float>
+    private let active: UnsafeMutableBufferPointer<Bool>
+    private let picked: UnsafeMutableBufferPointer<Int>
+    private let results: UnsafeMutableBufferPointer<Detection>
+    private let merging: UnsafeMutableBufferPointer<Detection>
+
     deinit {
-        decoded.deallocate()
-        scores.deallocate()
-        anchors.deallocate()
+        for buffer in [decoded, scores, anchors, candidates] { buffer.deallocate() }
+        active.deallocate()
+        picked.deallocate()
+        results.deallocate()
+        merging.deallocate()
     }
 
     private var anchorsAreConstant: Bool
@@ -167,13 +187,14 @@ final class DetectionPostProcess: Kernel {
         boxes.update(repeating: 0, count: outputSlots * 4)
         classes.update(repeating: 0, count: outputSlots)
         scoresOut.update(repeating: 0, count: outputSlots)
-        let detections = options.useRegularNMS ? regularNMS() : fastNMS()
-        for (slot, detection) in detections.enumerated() {
+        let found = options.useRegularNMS ? regularNMS() : fastNMS()
+        for slot in 0..<found {
+            let detection = results[slot]
             for k in 0..<4 { boxes[slot * 4 + k] = decoded[detection.anchor * 4 + k] }
             classes[slot] = Float(detection.classIndex)
             scoresOut[slot] = detection.score
         }
-        count[0] = Float(options.useRegularNMS ? detections.count : detections.count / options.maxClassesPerDetection)
+        count[0] = Float(options.useRegularNMS ? found : found / options.maxClassesPerDetection)
     }
 
     private func loadInputs(_ memory: TensorMemory) {
@@ -245,73 +266,92 @@ final class DetectionPostProcess: Kernel {
         return intersection / (areaI + areaJ - intersection)
     }
 
-    /// Greedy single-class NMS over `candidateScores` (one per anchor): anchors at or above the
-    /// score threshold, best first (ties keep anchor order), each suppressing later ones whose IoU
-    /// exceeds the threshold.
-    private func suppress(_ candidateScores: [Float], limit: Int) -> [Int] {
-        // Sort keys: descending score in the high half, ascending anchor in the low half.
-        var keys: [UInt64] = []
-        keys.reserveCapacity(candidateScores.count)
-        for (index, score) in candidateScores.enumerated() where score >= options.scoreThreshold {
-            let bits = score.bitPattern
-            let ordered = bits & 0x8000_0000 != 0 ? ~bits : bits | 0x8000_0000
-            keys.append(UInt64(~ordered) << 32 | UInt64(index))
+    /// Greedy single-class NMS over `candidates` (one score per anchor), writing up to `limit`
+    /// anchors to `picked`: repeatedly take the best active anchor at or above the score threshold
+    /// (ties: the lower anchor) and deactivate the active ones overlapping it by more than the IoU
+    /// threshold. This selects what TFLite's sort-then-sweep does, without sorting or allocating.
+    private func suppress(_ candidates: UnsafeMutableBufferPointer<Float>, limit: Int, into picked: UnsafeMutableBufferPointer<Int>) -> Int {
+        var activeCount = 0
+        for i in 0..<anchorCount {
+            active[i] = candidates[i] >= options.scoreThreshold
+            if active[i] { activeCount += 1 }
         }
-        keys.sort()
-        let kept = keys.map { Int($0 & 0xffff_ffff) }
-        var active = [Bool](repeating: true, count: kept.count)
-        var selected: [Int] = []
-        for i in kept.indices where active[i] {
-            if selected.count >= limit { break }
-            selected.append(kept[i])
-            active[i] = false
-            for j in (i + 1)..<kept.count where active[j] && iou(kept[i], kept[j]) > options.iouThreshold {
+        var count = 0
+        while count < limit, activeCount > 0 {
+            var best = -1
+            for i in 0..<anchorCount where active[i] && (best < 0 || candidates[i] > candidates[best]) { best = i }
+            picked[count] = best
+            count += 1
+            active[best] = false
+            activeCount -= 1
+            for j in 0..<anchorCount where active[j] && iou(best, j) > options.iouThreshold {
                 active[j] = false
+                activeCount -= 1
             }
         }
-        return selected
+        return count
     }
 
-    /// Indices of the `count` highest values, ties by lower index.
-    private func topIndices<C: RandomAccessCollection<Float>>(_ values: C, _ count: Int) -> [Int] where C.Index == Int {
-        let base = values.startIndex
-        return Array(values.indices.sorted { values[$0] != values[$1] ? values[$0] > values[$1] : $0 < $1 }.prefix(count)).map { $0 - base }
-    }
-
-    private func fastNMS() -> [Detection] {
+    /// Fast NMS: one class (or the top few) per anchor, NMS on each anchor's best score.
+    private func fastNMS() -> Int {
         let perAnchor = min(options.maxClassesPerDetection, options.numClasses)
-        var maxScores = [Float](repeating: 0, count: anchorCount)
         for anchor in 0..<anchorCount {
             let row = anchor * classesWithBackground + labelOffset
             var best = scores[row]
             for c in 1..<options.numClasses where scores[row + c] > best { best = scores[row + c] }
-            maxScores[anchor] = best
+            candidates[anchor] = best
         }
-        var result: [Detection] = []
-        for anchor in suppress(maxScores, limit: options.maxDetections) {
+        let selected = suppress(candidates, limit: options.maxDetections, into: picked)
+        var written = 0
+        for s in 0..<selected {
+            let anchor = picked[s]
             let row = anchor * classesWithBackground + labelOffset
-            let classes = topIndices(scores[row..<(row + options.numClasses)], perAnchor)
+            // The anchor's classes by descending score (ties: lower class), by repeated selection.
+            var previous: (score: Float, index: Int)? = nil
             for slot in 0..<options.maxClassesPerDetection {
-                if slot < classes.count {
-                    result.append(Detection(anchor: anchor, classIndex: classes[slot], score: scores[row + classes[slot]]))
-                } else {
-                    result.append(Detection(anchor: anchor, classIndex: 0, score: 0))
+                var detection = Detection(anchor: anchor, classIndex: 0, score: 0)
+                if slot < perAnchor {
+                    var chosen = -1
+                    for c in 0..<options.numClasses {
+                        let score = scores[row + c]
+                        if let previous, score > previous.score || (score == previous.score && c <= previous.index) { continue }
+                        if chosen < 0 || score > scores[row + chosen] { chosen = c }
+                    }
+                    if chosen >= 0 {
+                        detection = Detection(anchor: anchor, classIndex: chosen, score: scores[row + chosen])
+                        previous = (detection.score, chosen)
+                    }
                 }
+                results[written] = detection
+                written += 1
             }
         }
-        return result
+        return written
     }
 
-    private func regularNMS() -> [Detection] {
+    /// Regular NMS: NMS per class, keeping the best `max_detections` over all classes.
+    private func regularNMS() -> Int {
         let perClass = min(options.detectionsPerClass, options.maxDetections)
-        var best: [Detection] = []
-        var classScores = [Float](repeating: 0, count: anchorCount)
+        var kept = 0
         for c in 0..<options.numClasses {
-            for anchor in 0..<anchorCount { classScores[anchor] = scores[anchor * classesWithBackground + c + labelOffset] }
-            let merged = best + suppress(classScores, limit: perClass).map { Detection(anchor: $0, classIndex: c, score: classScores[$0]) }
-            let order = topIndices(merged.map(\.score), min(merged.count, options.maxDetections))
-            best = order.map { merged[$0] }
+            for anchor in 0..<anchorCount { candidates[anchor] = scores[anchor * classesWithBackground + c + labelOffset] }
+            let selected = suppress(candidates, limit: perClass, into: picked)
+            // Merge: earlier classes' survivors first, then this class's, keeping the best by score
+            // (ties: earlier position), as TFLite's partial sort of the concatenation does.
+            var merged = kept
+            for s in 0..<selected {
+                merging[merged] = Detection(anchor: picked[s], classIndex: c, score: candidates[picked[s]])
+                merged += 1
+            }
+            for s in 0..<kept { merging[s] = results[s] }
+            kept = min(merged, options.maxDetections)
+            for slot in 0..<kept {
+                var chosen = -1
+                for m in 0..<merged where merging[m].score.isFinite && (chosen < 0 || merging[m].score > merging[chosen].score) { chosen = m }
+                results[slot] = merging[chosen]
+                merging[chosen].score = .nan
+            }
         }
-        return best
+        return kept
     }
 }

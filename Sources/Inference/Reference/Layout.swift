@@ -150,6 +150,10 @@ final class Pad: Kernel {
     let before: [Int]
     let elementSize: Int
     let fill: UInt8
+    /// The input row being copied, as a multi-dimensional index (scratch, so running allocates nothing).
+    private let counter: UnsafeMutableBufferPointer<Int>
+
+    deinit { counter.deallocate() }
 
     init(_ ctx: PrepareContext) throws {
         input = ctx.input(0)
@@ -164,6 +168,8 @@ final class Pad: Kernel {
         }
         before = stride(from: 0, to: values.count, by: 2).map { values[$0] }
         outputShape = inputShape.enumerated().map { $0.element + values[2 * $0.offset] + values[2 * $0.offset + 1] }
+        counter = .allocate(capacity: max(inputShape.count, 1))
+        counter.initialize(repeating: 0)
         try ctx.setShape(output, outputShape)
         elementSize = ctx.type(input).byteSize ?? 1
         switch ctx.type(input) {
@@ -180,7 +186,8 @@ final class Pad: Kernel {
         guard rank > 0, inputShape.allSatisfy({ $0 > 0 }) else { return }
         let rowBytes = inputShape[rank - 1] * elementSize
         let rows = inputShape.dropLast().reduce(1, *)
-        var index = Array(repeating: 0, count: max(rank - 1, 0))
+        let index = counter
+        index.update(repeating: 0)
         for row in 0..<rows {
             var offset = 0
             for d in 0..<(rank - 1) { offset = offset * outputShape[d] + index[d] + before[d] }

@@ -6,7 +6,9 @@ import TFLiteFormat
 /// Covered: CONV_2D and DEPTHWISE_CONV_2D (uint8, int8 per-channel, float32), FULLY_CONNECTED (uint8,
 /// int8, float32), LOGISTIC (uint8, int8, float32), ADD and MUL (uint8, int8, float32), MAX_POOL_2D
 /// (uint8, int8, float32), AVERAGE_POOL_2D (uint8, float32), SOFTMAX (uint8, float32), QUANTIZE and
-/// DEQUANTIZE (float32 to and from uint8/int8) and HARD_SWISH (float32).
+/// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), PAD and RESIZE_BILINEAR (uint8,
+/// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
+/// uint8 CONV_2D runs on Spotter's VNNI kernel when the CPU has it (``VNNIConvolution``).
 enum XNNPACKKernels {
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
         let op = ctx.op!
@@ -31,6 +33,12 @@ enum XNNPACKKernels {
             return try softmax(ctx, pool, beta: beta)
         case (.quantize, _), (.dequantize, _):
             return try convert(ctx, pool)
+        case (.pad, _):
+            return try pad(ctx, pool)
+        case (.resizeBilinear, .resizeBilinear(let options)):
+            return try resize(ctx, pool, options)
+        case (.relu, _), (.relu6, _):
+            return try clamp(ctx, pool, upper: op.code.builtin == .relu6 ? 6 : nil)
         case (.hardSwish, _) where type == .float32:
             let (input, output, count) = try elementwise(ctx)
             return try XNNPACKKernel(ctx, pool: pool, name: "hardswish_nc_f32", create: {
@@ -372,6 +380,100 @@ enum XNNPACKKernels {
                 xnn_create_convert_nc_qs8_f32(1, 1, 1, i.scale, Int8(i.zeroPoint), 0, $0)
             }, setup: { op, m, p in
                 xnn_setup_convert_nc_qs8_f32(op, count, m.typed(input, Int8.self), m.typed(output, Float.self), p)
+            })
+        default:
+            return nil
+        }
+    }
+
+    private static func pad(_ ctx: PrepareContext, _ pool: ThreadPool) throws -> Kernel? {
+        let input = ctx.input(0), output = ctx.output(0)
+        guard ctx.op.inputs.count == 2, ctx.isConstant(ctx.input(1)), ctx.type(ctx.input(1)) == .int32 else { return nil }
+        let shape = ctx.shape(input)
+        let paddings = try ctx.constant(ctx.input(1), as: Int32.self).map(Int.init)
+        guard paddings.count == 2 * shape.count, paddings.allSatisfy({ $0 >= 0 }), (1...6).contains(shape.count) else { return nil }
+        let before = stride(from: 0, to: paddings.count, by: 2).map { paddings[$0] }
+        let after = stride(from: 1, to: paddings.count, by: 2).map { paddings[$0] }
+        try ctx.setShape(output, zip(shape, zip(before, after)).map { $0 + $1.0 + $1.1 })
+        switch ctx.type(input) {
+        case .float32:
+            return try XNNPACKKernel(ctx, pool: pool, name: "constant_pad_nd_x32", create: { out in
+                var zero: Float = 0
+                return xnn_create_constant_pad_nd_x32(&zero, 0, out)
+            }, setup: { op, m, p in
+                xnn_setup_constant_pad_nd_x32(op, shape.count, shape, before, after, m.raw(input), m.raw(output), p)
+            })
+        case .uint8, .int8:
+            var fill = UInt8(truncatingIfNeeded: try affine(ctx, output).zeroPoint)
+            return try XNNPACKKernel(ctx, pool: pool, name: "constant_pad_nd_x8", create: {
+                xnn_create_constant_pad_nd_x8(&fill, 0, $0)
+            }, setup: { op, m, p in
+                xnn_setup_constant_pad_nd_x8(op, shape.count, shape, before, after, m.raw(input), m.raw(output), p)
+            })
+        default:
+            return nil
+        }
+    }
+
+    private static func resize(_ ctx: PrepareContext, _ pool: ThreadPool, _ options: ResizeOptions) throws -> Kernel? {
+        let input = ctx.input(0), output = ctx.output(0)
+        guard ctx.shape(input).count == 4, ctx.op.inputs.count == 2, ctx.isConstant(ctx.input(1)),
+              !(options.alignCorners && options.halfPixelCenters) else { return nil }
+        let size = try ctx.constant(ctx.input(1), as: Int32.self)
+        guard size.count == 2, size[0] > 0, size[1] > 0 else { return nil }
+        if ctx.type(input) != .float32, ctx.quantization(input) != ctx.quantization(output) { return nil }
+        let s = ctx.shape(input), (oh, ow) = (Int(size[0]), Int(size[1]))
+        try ctx.setShape(output, [s[0], oh, ow, s[3]])
+        let flags = UInt32(options.alignCorners ? XNN_FLAG_ALIGN_CORNERS : options.halfPixelCenters ? 0 : XNN_FLAG_TENSORFLOW_LEGACY_MODE)
+        switch ctx.type(input) {
+        case .float32:
+            return try XNNPACKKernel(ctx, pool: pool, name: "resize_bilinear2d_nhwc_f32", create: {
+                xnn_create_resize_bilinear2d_nhwc_f32(s[3], s[3], s[3], flags, $0)
+            }, setup: { op, m, p in
+                xnn_setup_resize_bilinear2d_nhwc_f32(op, s[0], s[1], s[2], oh, ow, m.typed(input, Float.self), m.typed(output, Float.self), p)
+            })
+        case .uint8:
+            return try XNNPACKKernel(ctx, pool: pool, name: "resize_bilinear2d_nhwc_u8", create: {
+                xnn_create_resize_bilinear2d_nhwc_u8(s[3], s[3], s[3], flags, $0)
+            }, setup: { op, m, p in
+                xnn_setup_resize_bilinear2d_nhwc_u8(op, s[0], s[1], s[2], oh, ow, m.typed(input, UInt8.self), m.typed(output, UInt8.self), p)
+            })
+        case .int8:
+            return try XNNPACKKernel(ctx, pool: pool, name: "resize_bilinear2d_nhwc_s8", create: {
+                xnn_create_resize_bilinear2d_nhwc_s8(s[3], s[3], s[3], flags, $0)
+            }, setup: { op, m, p in
+                xnn_setup_resize_bilinear2d_nhwc_s8(op, s[0], s[1], s[2], oh, ow, m.typed(input, Int8.self), m.typed(output, Int8.self), p)
+            })
+        default:
+            return nil
+        }
+    }
+
+    /// RELU and RELU6 as a clamp; for 8-bit tensors only when no rescaling is needed.
+    private static func clamp(_ ctx: PrepareContext, _ pool: ThreadPool, upper: Float?) throws -> Kernel? {
+        let (input, output, count) = try elementwise(ctx)
+        switch ctx.type(input) {
+        case .float32:
+            let high = upper ?? .infinity
+            return try XNNPACKKernel(ctx, pool: pool, name: "clamp_nc_f32", create: {
+                xnn_create_clamp_nc_f32(1, 1, 1, 0, high, 0, $0)
+            }, setup: { op, m, p in
+                xnn_setup_clamp_nc_f32(op, count, m.typed(input, Float.self), m.typed(output, Float.self), p)
+            })
+        case .uint8, .int8:
+            guard ctx.quantization(input) == ctx.quantization(output) else { return nil }
+            let range = try clamp(ctx, output, upper == nil ? .relu : .relu6)
+            if ctx.type(input) == .uint8 {
+                return try XNNPACKKernel(ctx, pool: pool, name: "clamp_nc_u8", create: {
+                    xnn_create_clamp_nc_u8(1, 1, 1, UInt8(range.min), UInt8(range.max), 0, $0)
+                }, setup: { op, m, p in
+                    xnn_setup_clamp_nc_u8(op, count, m.typed(input, UInt8.self), m.typed(output, UInt8.self), p)
+                })
+            }
+            return try XNNPACKKernel(ctx, pool: pool, name: "clamp_nc_s8", create: {
+                xnn_create_clamp_nc_s8(1, 1, 1, Int8(range.min), Int8(range.max), 0, $0)
+            }, setup: { op, m, p in
+                xnn_setup_clamp_nc_s8(op, count, m.typed(input, Int8.self), m.typed(output, Int8.self), p)
             })
         default:
             return nil
