@@ -29,25 +29,7 @@ import TFLiteFormat
             let input = try Fixtures.npy(Self.folder.appendingPathComponent("inputs/\(name).npy"))
             try interpreter.copy(input.data, toInputAt: 0)
             try interpreter.invoke()
-            let expected = Self.folder.appendingPathComponent("ref/\(name)")
-            for predictor in ["Squeeze", "convert_scores"] {
-                let actual = try interpreter.tensor(at: try interpreter.tensorIndex(named: predictor))
-                let reference = try Fixtures.npy(expected.appendingPathComponent("\(predictor).npy"))
-                let differing = zip(actual.data, reference.data).filter { $0 != $1 }.count
-                #expect(actual.data.count == reference.data.count && differing == 0, "\(name) \(predictor): \(differing) uint8 values differ")
-            }
-            let count = Int(try interpreter.output(at: 3).values(as: Float.self)[0])
-            let referenceCount = Int(try Fixtures.npy(expected.appendingPathComponent("TFLite_Detection_PostProcess_3.npy")).values(as: Float.self)[0])
-            #expect(count == referenceCount, "\(name): \(count) detections, LiteRT \(referenceCount)")
-            for (output, file) in [(1, "TFLite_Detection_PostProcess_1"), (2, "TFLite_Detection_PostProcess_2")] {
-                let actual = try interpreter.output(at: output).values(as: Float.self).prefix(count)
-                let reference = try Fixtures.npy(expected.appendingPathComponent("\(file).npy")).values(as: Float.self).prefix(count)
-                #expect(Array(actual) == Array(reference), "\(name) output \(output) differs")
-            }
-            let boxes = Array(try interpreter.output(at: 0).values(as: Float.self).prefix(count * 4))
-            let referenceBoxes = Array(try Fixtures.npy(expected.appendingPathComponent("TFLite_Detection_PostProcess.npy")).values(as: Float.self).prefix(count * 4))
-            let worst = zip(boxes, referenceBoxes).map { abs($0 - $1) }.max() ?? 0
-            #expect(boxes.count == referenceBoxes.count && worst <= 1e-5, "\(name) boxes differ by \(worst)")
+            try expectDetectOutputsEqual(interpreter, to: Self.folder.appendingPathComponent("ref/\(name)"), name)
         }
     }
 

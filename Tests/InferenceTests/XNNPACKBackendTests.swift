@@ -49,23 +49,7 @@ import TFLiteFormat
         for name in Self.inputs {
             try interpreter.copy(try Fixtures.npy(Self.detect.appendingPathComponent("inputs/\(name).npy")).data, toInputAt: 0)
             try interpreter.invoke()
-            let expected = Self.detect.appendingPathComponent("xnnpack/\(name)")
-            for tensor in ["Squeeze", "convert_scores"] {
-                let actual = try interpreter.tensor(at: try interpreter.tensorIndex(named: tensor)).data
-                let reference = try Fixtures.npy(expected.appendingPathComponent("\(tensor).npy")).data
-                #expect(actual == reference, "\(name) \(tensor): \(zip(actual, reference).filter { $0 != $1 }.count) values differ")
-            }
-            let count = Int(try interpreter.output(at: 3).values(as: Float.self)[0])
-            let referenceCount = Int(try Fixtures.npy(expected.appendingPathComponent("TFLite_Detection_PostProcess_3.npy")).values(as: Float.self)[0])
-            #expect(count == referenceCount, "\(name): \(count) detections, LiteRT \(referenceCount)")
-            for (output, file) in [(1, "TFLite_Detection_PostProcess_1"), (2, "TFLite_Detection_PostProcess_2")] {
-                let actual = try interpreter.output(at: output).values(as: Float.self).prefix(count)
-                let reference = try Fixtures.npy(expected.appendingPathComponent("\(file).npy")).values(as: Float.self).prefix(count)
-                #expect(Array(actual) == Array(reference), "\(name) output \(output) differs")
-            }
-            let boxes = try interpreter.output(at: 0).values(as: Float.self).prefix(count * 4)
-            let referenceBoxes = try Fixtures.npy(expected.appendingPathComponent("TFLite_Detection_PostProcess.npy")).values(as: Float.self).prefix(count * 4)
-            #expect(zip(boxes, referenceBoxes).allSatisfy { abs($0 - $1) <= 1e-5 }, "\(name) boxes differ")
+            try expectDetectOutputsEqual(interpreter, to: Self.detect.appendingPathComponent("xnnpack/\(name)"), name)
         }
     }
 

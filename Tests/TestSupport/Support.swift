@@ -36,3 +36,29 @@ public func expectClose(
     }
     #expect(worst.error <= relative, "\(what): element \(worst.index) off by \(worst.error) (relative)", sourceLocation: sourceLocation)
 }
+
+/// Expects the shared model's predictor tensors and post-processed outputs in `interpreter` to equal
+/// LiteRT's, saved as .npy files in `folder` (boxes within 1e-5).
+public func expectDetectOutputsEqual(
+    _ interpreter: Interpreter, to folder: URL, _ name: String, sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    func reference(_ file: String) throws -> Tensor { try Fixtures.npy(folder.appendingPathComponent("\(file).npy")) }
+    for predictor in ["Squeeze", "convert_scores"] {
+        let actual = try interpreter.tensor(at: try interpreter.tensorIndex(named: predictor)).data
+        let expected = try reference(predictor).data
+        let differing = zip(actual, expected).filter { $0 != $1 }.count
+        #expect(actual.count == expected.count && differing == 0, "\(name) \(predictor): \(differing) values differ", sourceLocation: sourceLocation)
+    }
+    let count = Int(try interpreter.output(at: 3).values(as: Float.self)[0])
+    let expectedCount = Int(try reference("TFLite_Detection_PostProcess_3").values(as: Float.self)[0])
+    #expect(count == expectedCount, "\(name): \(count) detections, LiteRT \(expectedCount)", sourceLocation: sourceLocation)
+    for (output, file) in [(1, "TFLite_Detection_PostProcess_1"), (2, "TFLite_Detection_PostProcess_2")] {
+        let actual = try interpreter.output(at: output).values(as: Float.self).prefix(count)
+        let expected = try reference(file).values(as: Float.self).prefix(count)
+        #expect(Array(actual) == Array(expected), "\(name) output \(output) differs", sourceLocation: sourceLocation)
+    }
+    let boxes = try interpreter.output(at: 0).values(as: Float.self).prefix(count * 4)
+    let expectedBoxes = try reference("TFLite_Detection_PostProcess").values(as: Float.self).prefix(count * 4)
+    let worst = zip(boxes, expectedBoxes).map { abs($0 - $1) }.max() ?? 0
+    #expect(boxes.count == expectedBoxes.count && worst <= 1e-5, "\(name) boxes differ by \(worst)", sourceLocation: sourceLocation)
+}

@@ -42,6 +42,29 @@ struct WindowGeometry {
     var outputShape: [Int] { [batches, outputHeight, outputWidth, outputChannels] }
 }
 
+extension WindowGeometry {
+    /// The geometry of a CONV_2D or DEPTHWISE_CONV_2D: checks ranks and channel counts and sets the
+    /// output's shape. Filters are [outC, kH, kW, inC] (depthwise: [1, kH, kW, inC * multiplier]).
+    init(convolution ctx: PrepareContext, options: Conv2DOptions, depthwise: Bool) throws {
+        let input = ctx.input(0), filter = ctx.input(1)
+        try ctx.requireRank(input, 4)
+        try ctx.requireRank(filter, 4)
+        let inShape = ctx.shape(input), fShape = ctx.shape(filter)
+        let channels = depthwise ? fShape[3] : fShape[0]
+        guard inShape[3] > 0, depthwise ? channels % inShape[3] == 0 : fShape[3] == inShape[3] else {
+            throw ctx.fail("filter shape \(fShape) does not match input shape \(inShape)")
+        }
+        self.init(
+            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
+            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
+        try ctx.setShape(ctx.output(0), outputShape)
+    }
+
+    /// Output channels per input channel of a depthwise convolution.
+    var depthMultiplier: Int { outputChannels / inputChannels }
+}
+
 /// Per-output-channel requantization: multipliers and the output clamp.
 struct Requantization {
     var multipliers: [FixedPoint.Multiplier]
@@ -98,27 +121,11 @@ final class QuantizedConvolution: Kernel {
         input = ctx.input(0)
         output = ctx.output(0)
         let filterTensor = ctx.input(1)
-        try ctx.requireRank(input, 4)
-        try ctx.requireRank(filterTensor, 4)
-        let inShape = ctx.shape(input), fShape = ctx.shape(filterTensor)
-        let channels = depthwise ? fShape[3] : fShape[0]
         self.depthwise = depthwise
-        if depthwise {
-            guard inShape[3] > 0, channels % inShape[3] == 0 else {
-                throw ctx.fail("depthwise filter has \(channels) channels for \(inShape[3]) input channels")
-            }
-            depthMultiplier = channels / inShape[3]
-        } else {
-            guard fShape[3] == inShape[3] else {
-                throw ctx.fail("filter expects \(fShape[3]) input channels, input has \(inShape[3])")
-            }
-            depthMultiplier = 1
-        }
-        geometry = WindowGeometry(
-            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
-            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
-            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
-        try ctx.setShape(output, geometry.outputShape)
+        geometry = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
+        depthMultiplier = depthwise ? geometry.depthMultiplier : 1
+        let channels = geometry.outputChannels
+        let fShape = ctx.shape(filterTensor)
         inputOffset = -(try ctx.quantized(input)).zeroPoint
         let (requant, filterZeros) = try convolutionRequantization(
             ctx, input: input, filter: filterTensor, output: output, channels: channels, activation: options.activation)
@@ -248,20 +255,10 @@ final class FloatConvolution: Kernel {
         input = ctx.input(0)
         output = ctx.output(0)
         let filterTensor = ctx.input(1)
-        try ctx.requireRank(input, 4)
-        try ctx.requireRank(filterTensor, 4)
-        let inShape = ctx.shape(input), fShape = ctx.shape(filterTensor)
-        let channels = depthwise ? fShape[3] : fShape[0]
         self.depthwise = depthwise
-        guard inShape[3] > 0, depthwise ? channels % inShape[3] == 0 : fShape[3] == inShape[3] else {
-            throw ctx.fail("filter shape \(fShape) does not match input shape \(inShape)")
-        }
-        depthMultiplier = depthwise ? channels / inShape[3] : 1
-        geometry = WindowGeometry(
-            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
-            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
-            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
-        try ctx.setShape(output, geometry.outputShape)
+        geometry = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
+        depthMultiplier = depthwise ? geometry.depthMultiplier : 1
+        let channels = geometry.outputChannels
         filter = try ctx.constant(filterTensor, as: Float.self)
         bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: channels)
         guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }

@@ -66,6 +66,17 @@ struct BroadcastError: Error {
     let right: [Int]
 }
 
+extension Broadcast {
+    /// The broadcast of a binary operator's two inputs; sets the output's shape.
+    init(binary ctx: PrepareContext) throws {
+        let left = ctx.shape(ctx.input(0)), right = ctx.shape(ctx.input(1))
+        do { try self.init(left, right) } catch {
+            throw ctx.fail("shapes \(left) and \(right) do not broadcast")
+        }
+        try ctx.setShape(ctx.output(0), outputShape)
+    }
+}
+
 /// ADD and MUL.
 final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
     enum Operation { case add, mul }
@@ -86,10 +97,7 @@ final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
         left = ctx.input(0)
         right = ctx.input(1)
         output = ctx.output(0)
-        do { broadcast = try Broadcast(ctx.shape(left), ctx.shape(right)) } catch {
-            throw ctx.fail("shapes \(ctx.shape(left)) and \(ctx.shape(right)) do not broadcast")
-        }
-        try ctx.setShape(output, broadcast.outputShape)
+        broadcast = try Broadcast(binary: ctx)
         count = broadcast.outputShape.reduce(1, *)
         let l = try ctx.quantized(left), r = try ctx.quantized(right), o = try ctx.quantized(output)
         leftOffset = -l.zeroPoint
@@ -139,10 +147,7 @@ final class FloatArithmetic: Kernel {
         left = ctx.input(0)
         right = ctx.input(1)
         output = ctx.output(0)
-        do { broadcast = try Broadcast(ctx.shape(left), ctx.shape(right)) } catch {
-            throw ctx.fail("shapes \(ctx.shape(left)) and \(ctx.shape(right)) do not broadcast")
-        }
-        try ctx.setShape(output, broadcast.outputShape)
+        broadcast = try Broadcast(binary: ctx)
         count = broadcast.outputShape.reduce(1, *)
         clamp = FixedPoint.activationRange(activation)
     }

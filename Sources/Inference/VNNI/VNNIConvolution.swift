@@ -22,9 +22,7 @@ final class VNNIConvolution: Kernel {
     static func make(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws -> VNNIConvolution? {
         guard isAvailable, ctx.type(ctx.input(0)) == .uint8, ctx.type(ctx.input(1)) == .uint8,
               ctx.isConstant(ctx.input(1)), !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)),
-              ctx.quantization(ctx.input(1))?.scales.count == 1,
-              ctx.shape(ctx.input(0)).count == 4, ctx.shape(ctx.input(1)).count == 4,
-              ctx.shape(ctx.input(1))[3] == ctx.shape(ctx.input(0))[3] else { return nil }
+              ctx.quantization(ctx.input(1))?.scales.count == 1 else { return nil }
         return try VNNIConvolution(ctx, pool: pool, options: options)
     }
 
@@ -33,13 +31,8 @@ final class VNNIConvolution: Kernel {
         output = ctx.output(0)
         self.pool = pool
         let filter = ctx.input(1)
-        let inShape = ctx.shape(input), fShape = ctx.shape(filter)
-        let channels = fShape[0]
-        let g = WindowGeometry(
-            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
-            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
-            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
-        try ctx.setShape(output, g.outputShape)
+        let g = try WindowGeometry(convolution: ctx, options: options, depthwise: false)
+        let channels = g.outputChannels
         let (requant, zeros) = try convolutionRequantization(
             ctx, input: input, filter: filter, output: output, channels: channels, activation: options.activation)
         let (inputScale, inputZero) = try ctx.quantized(input)

@@ -80,14 +80,8 @@ enum XNNPACKKernels {
         guard ctx.type(filter) == type, [.uint8, .int8, .float32].contains(type), ctx.isConstant(filter),
               ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
               !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
-        let inShape = ctx.shape(input), fShape = ctx.shape(filter)
-        let channels = depthwise ? fShape[3] : fShape[0]
-        guard inShape[3] > 0, depthwise ? channels % inShape[3] == 0 : fShape[3] == inShape[3] else { return nil }
-        let g = WindowGeometry(
-            input: inShape, filterHeight: fShape[1], filterWidth: fShape[2], outputChannels: channels,
-            padding: options.padding, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
-            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth)
-        try ctx.setShape(output, g.outputShape)
+        let g = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
+        let inShape = ctx.shape(input), channels = g.outputChannels
         // TensorFlow's SAME padding puts the odd pixel at the bottom and right.
         let totalH = max(0, (g.outputHeight - 1) * g.strideHeight + (g.filterHeight - 1) * g.dilationHeight + 1 - g.inputHeight)
         let totalW = max(0, (g.outputWidth - 1) * g.strideWidth + (g.filterWidth - 1) * g.dilationWidth + 1 - g.inputWidth)
