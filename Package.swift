@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .library(name: "TFLiteFormat", targets: ["TFLiteFormat"]),
         .library(name: "Inference", targets: ["Inference"]),
+        .library(name: "Imaging", targets: ["Imaging"]),
+        .library(name: "Media", targets: ["Media"]),
+        .library(name: "Detection", targets: ["Detection"]),
         .executable(name: "spotter", targets: ["spotter"]),
     ],
     dependencies: [
@@ -15,6 +18,10 @@ let package = Package(
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
         .systemLibrary(name: "CXNNPACK", providers: [.apt(["libxnnpack-dev", "libpthreadpool-dev"])]),
+        // Debian's FFmpeg (libavformat-dev, libavcodec-dev, libavutil-dev, libswscale-dev).
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev"])]),
+        // Debian's FreeType (libfreetype-dev); fonts from fonts-dejavu-core.
+        .systemLibrary(name: "CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         // AVX-512 VNNI kernels Swift cannot express (no per-function target features without
         // unsafeFlags); each checks the CPU at run time.
         .target(name: "CKernels", dependencies: ["CXNNPACK"]),
@@ -22,16 +29,26 @@ let package = Package(
         .target(name: "TFLiteFormat"),
         // Interpreter, memory planning, reference and XNNPACK kernels, the post-process custom op.
         .target(name: "Inference", dependencies: ["TFLiteFormat", "CXNNPACK", "CKernels"]),
+        // Pure Swift: pixel formats, conversion, orientation, resize, crop/letterbox, geometry, drawing.
+        .target(name: "Imaging"),
+        // Text rendering with FreeType.
+        .target(name: "Typeface", dependencies: ["CFreeType", "Imaging"]),
+        // FFmpeg: image files, video reading and writing.
+        .target(name: "Media", dependencies: ["CFFmpeg", "Imaging"]),
+        // ObjectDetector, labels, output layouts, result encodings, annotation.
+        .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
         // The command-line shell.
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .target(name: "TestSupport", dependencies: ["Inference"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Inference", "Imaging"], path: "Tests/TestSupport"),
         .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
         .testTarget(name: "InferenceTests", dependencies: ["Inference", "TFLiteFormat", "TestSupport"]),
+        .testTarget(name: "ImagingTests", dependencies: ["Imaging", "Media", "TestSupport"]),
+        .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TestSupport"]),
     ]
 )

@@ -1,0 +1,3 @@
+// Debian's libfreetype-dev (headers under /usr/include/freetype2, found through pkg-config).
+#include <ft2build.h>
+#include FT_FREETYPE_H

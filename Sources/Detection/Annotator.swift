@@ -1,0 +1,38 @@
+import Imaging
+import Typeface
+
+/// Draws detections on pictures: a box per detection in a stable colour per class, and a tag with
+/// the label and score placed inside the picture, in black or white for contrast.
+///
+/// Not thread-safe (it owns a FreeType font).
+public final class Annotator {
+    /// Stroke width in pixels; default scales with the picture (2 px per 400 px of the shorter side).
+    public var lineWidth: Int?
+    private let font: Font
+
+    /// - Throws: ``Font/Error`` when the font cannot be loaded.
+    public init(fontPath: String = Font.defaultPath, fontSize: Int = 14) throws {
+        font = try Font(path: fontPath, pixelSize: fontSize)
+    }
+
+    /// Draws `detections` (boxes in the picture's pixels) onto `image`, converting it to RGB24.
+    public func draw(_ detections: [Detection], on image: inout Image) {
+        if image.format != .rgb24 { image = image.converted(to: .rgb24) }
+        let stroke = lineWidth ?? max(2, min(image.width, image.height) / 200)
+        for detection in detections.reversed() {
+            let color = Color.forClass(detection.classIndex)
+            image.strokeRect(detection.box, lineWidth: stroke, color: color)
+            let text = font.render("\(detection.label) \(Int((detection.score * 100).rounded()))%")
+            let pad = 3
+            let tagWidth = min(text.width + 2 * pad, image.width), tagHeight = min(text.height + 2 * pad, image.height)
+            var x = max(0, Int(detection.box.minX.rounded()))
+            x = min(x, image.width - tagWidth)
+            // Above the box when there is room, else just inside its top edge.
+            var y = Int(detection.box.minY.rounded()) - tagHeight
+            if y < 0 { y = max(0, Int(detection.box.minY.rounded())) }
+            y = min(y, image.height - tagHeight)
+            image.fill(x: x, y: y, width: tagWidth, height: tagHeight, color: color)
+            image.blend(text, x: x + pad, y: y + pad, color: color.luma > 140 ? .black : .white)
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Imaging
+import Inference
+import TFLiteFormat
+
+/// Why a detector could not be built or run.
+public enum DetectorError: Error, Equatable, Sendable, CustomStringConvertible {
+    case cannotReadModel(path: String, reason: String)
+    case cannotReadLabels(path: String, reason: String)
+    case unsupportedInput(shape: [Int], type: String)
+    case unrecognizedOutputs(found: [String])
+    case unknownCategory(name: String, known: [String])
+    case floatInputNeedsNormalization
+
+    public var description: String {
+        switch self {
+        case .cannotReadModel(let path, let reason): return "cannot load model \(path): \(reason)"
+        case .cannotReadLabels(let path, let reason): return "cannot read labels \(path): \(reason)"
+        case .unsupportedInput(let shape, let type):
+            return "the model's input \(shape) \(type) is not an image tensor [1, height, width, 3] of uint8, int8 or float32"
+        case .unrecognizedOutputs(let found):
+            return "the model's outputs are not a detection layout Spotter decodes (it needs boxes, classes, scores and count from TFLite_Detection_PostProcess or named so in metadata); found: \(found.joined(separator: ", "))"
+        case .unknownCategory(let name, let known):
+            return "no class named \"\(name)\" in the labels (for example: \(known.prefix(8).joined(separator: ", ")))"
+        case .floatInputNeedsNormalization:
+            return "the model takes float input but carries no normalization metadata: set Options.normalization (CLI: --mean and --std)"
+        }
+    }
+}
+
+/// One detected object.
+public struct Detection: Sendable, Equatable, Codable {
+    /// The model's 0-based class index.
+    public var classIndex: Int
+    public var label: String
+    public var score: Float
+    /// In pixels of the upright picture, clamped to it.
+    public var box: Rect
+    /// The box divided by the picture's width and height.
+    public var normalizedBox: Rect
+}
+
+/// What `detect` found in one picture.
+public struct DetectionResult: Sendable {
+    /// Size of the upright picture the boxes refer to.
+    public var imageSize: Size
+    /// Sorted by descending score.
+    public var detections: [Detection]
+    public var timings: Timings
+    /// Maps upright-picture pixels back to the stored frame's pixels (identity for `.up`).
+    public var uprightToStored: AffineMap
+
+    public struct Timings: Sendable, Codable {
+        public var preprocess: Double
+        public var inference: Double
+        public var postprocess: Double
+    }
+}
+
+/// Finds objects in pictures with a TensorFlow Lite SSD model, as MediaPipe's and the TFLite Task
+/// Library's object detectors do.
+///
+/// ```swift
+/// let detector = try ObjectDetector(modelPath: "detect.tflite", options: .init(scoreThreshold: 0.5))
+/// let result = try detector.detect(try ImageFile.decode("street.jpg").upright)
+/// for d in result.detections { print(d.label, d.score, d.box) }
+/// ```
+///
+/// Not thread-safe: one detector per thread (or behind an actor).
+public final class ObjectDetector {
+    public struct Options: Sendable {
+        /// Detections below this score are dropped. Default 0.5.
+        public var scoreThreshold: Float = 0.5
+        /// At most this many detections, best first. Default: all the model reports.
+        public var maxResults: Int?
+        /// Keep only these label names (case-insensitive). Default: all.
+        public var categoryAllowlist: [String]?
+        /// Drop these label names. Default: none.
+        public var categoryDenylist: [String]?
+        /// Default: all cores.
+        public var threadCount: Int = ProcessInfo.processInfo.activeProcessorCount
+        /// Default: `.xnnpack`.
+        public var backend: Interpreter.Options.Backend = .xnnpack
+        /// Default `.stretch`, as the shared SSD model was trained.
+        public var resizeMode: ResizeMode = .stretch
+        /// For float inputs: `(value - mean) / std` per channel, overriding the model's metadata.
+        public var normalization: Normalization?
+        /// An explicit labels file; default: metadata, then a labels file beside the model.
+        public var labelsPath: String?
+
+        public init(scoreThreshold: Float = 0.5, maxResults: Int? = nil, categoryAllowlist: [String]? = nil,
+                    categoryDenylist: [String]? = nil, threadCount: Int = ProcessInfo.processInfo.activeProcessorCount,
+                    backend: Interpreter.Options.Backend = .xnnpack, resizeMode: ResizeMode = .stretch,
+                    normalization: Normalization? = nil, labelsPath: String? = nil) {
+            self.scoreThreshold = scoreThreshold
+            self.maxResults = maxResults
+            self.categoryAllowlist = categoryAllowlist
+            self.categoryDenylist = categoryDenylist
+            self.threadCount = threadCount
+            self.backend = backend
+            self.resizeMode = resizeMode
+            self.normalization = normalization
+            self.labelsPath = labelsPath
+        }
+    }
+
+    public let options: Options
+    public let labels: Labels?
+    public let inputSize: Size
+    private let interpreter: Interpreter
+    private let inputType: TensorType
+    private let inputQuantization: Quantization?
+    private let normalization: Normalization?
+    private let layout: SSDLayout
+    private let allowed: Set<Int>?
+    private let denied: Set<Int>
+
+    /// Loads the model at `modelPath` and prepares it.
+    ///
+    /// - Throws: ``DetectorError``, ``ModelFormatError``, ``InterpreterError``.
+    public init(modelPath: String, options: Options = Options()) throws {
+        let model: Model
+        do { model = try Model(contentsOf: URL(fileURLWithPath: modelPath)) } catch let error as ModelFormatError {
+            throw error
+        } catch {
+            throw DetectorError.cannotReadModel(path: modelPath, reason: error.localizedDescription)
+        }
+        self.options = options
+        labels = try Labels.find(for: model, modelPath: modelPath, explicit: options.labelsPath)
+        interpreter = try Interpreter(model: model, options: .init(threadCount: options.threadCount, backend: options.backend))
+        let input = model.subgraph.tensors[model.subgraph.inputs[0]]
+        let shape = interpreter.shape(ofTensor: input.index)
+        guard shape.count == 4, shape[0] == 1, shape[3] == 3, [.uint8, .int8, .float32].contains(input.type) else {
+            throw DetectorError.unsupportedInput(shape: shape, type: input.type.description)
+        }
+        inputSize = Size(width: shape[2], height: shape[1])
+        inputType = input.type
+        inputQuantization = input.quantization
+        normalization = options.normalization ?? model.metadata?.inputNormalization
+        if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
+        layout = try SSDLayout(model: model)
+        allowed = try Self.classIndices(options.categoryAllowlist, labels)
+        denied = try Self.classIndices(options.categoryDenylist, labels) ?? []
+    }
+
+    /// The model classes named `names` (nil when no list is given).
+    private static func classIndices(_ names: [String]?, _ labels: Labels?) throws -> Set<Int>? {
+        guard let names else { return nil }
+        return Set(try names.map { name in
+            guard let index = labels?.classIndex(named: name) else {
+                throw DetectorError.unknownCategory(name: name, known: labels?.lines.filter { $0 != "???" } ?? [])
+            }
+            return index
+        })
+    }
+
+    /// Detects objects in `image`, given how its stored pixels must be turned to be upright.
+    ///
+    /// Boxes are in pixels of the upright picture; `result.uprightToStored` maps them to the stored frame.
+    public func detect(_ image: Image, orientation: Orientation = .up) throws -> DetectionResult {
+        let clock = ContinuousClock()
+        var prepared: PreparedImage!
+        let preprocess = try clock.measure {
+            prepared = image.prepared(for: inputSize, mode: options.resizeMode, orientation: orientation)
+            try fillInput(prepared.pixels)
+        }
+        let inference = try clock.measure { try interpreter.invoke() }
+        var detections: [Detection] = []
+        let postprocess = try clock.measure { detections = try decode(prepared) }
+        func ms(_ d: Duration) -> Double { Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15 }
+        return DetectionResult(
+            imageSize: prepared.uprightSize, detections: detections,
+            timings: .init(preprocess: ms(preprocess), inference: ms(inference), postprocess: ms(postprocess)),
+            uprightToStored: prepared.storedToUpright.inverted)
+    }
+
+    private func fillInput(_ pixels: Image) throws {
+        try interpreter.withInput(at: 0) { buffer in
+            let bytes = pixels.data
+            switch inputType {
+            case .uint8:
+                buffer.copyBytes(from: bytes)
+            case .int8:
+                for i in bytes.indices { buffer[i] = bytes[i] ^ 0x80 }
+            default:
+                let floats = buffer.bindMemory(to: Float.self)
+                let mean = normalization?.mean ?? [0], std = normalization?.std ?? [1]
+                for i in bytes.indices {
+                    let c = i % 3
+                    floats[i] = (Float(bytes[i]) - mean[mean.count == 3 ? c : 0]) / std[std.count == 3 ? c : 0]
+                }
+            }
+        }
+    }
+
+    private func decode(_ prepared: PreparedImage) throws -> [Detection] {
+        let raw = try layout.read(interpreter)
+        let toUpright = prepared.uprightToInput.inverted
+        let w = Double(prepared.uprightSize.width), h = Double(prepared.uprightSize.height)
+        let bounds = Rect(x: 0, y: 0, width: w, height: h)
+        var detections: [Detection] = []
+        for item in raw where item.score >= options.scoreThreshold {
+            if let allowed, !allowed.contains(item.classIndex) { continue }
+            if denied.contains(item.classIndex) { continue }
+            // Model boxes are [ymin, xmin, ymax, xmax] normalized to the input.
+            let input = Rect(minX: Double(item.box.1) * Double(inputSize.width), minY: Double(item.box.0) * Double(inputSize.height),
+                             maxX: Double(item.box.3) * Double(inputSize.width), maxY: Double(item.box.2) * Double(inputSize.height))
+            let box = toUpright.apply(input).clamped(to: bounds)
+            detections.append(Detection(
+                classIndex: item.classIndex, label: labels?.name(item.classIndex) ?? "class \(item.classIndex)",
+                score: item.score, box: box,
+                normalizedBox: Rect(minX: box.minX / w, minY: box.minY / h, maxX: box.maxX / w, maxY: box.maxY / h)))
+        }
+        detections.sort { $0.score > $1.score }
+        if let maxResults = options.maxResults { detections = Array(detections.prefix(maxResults)) }
+        return detections
+    }
+}

@@ -1,0 +1,140 @@
+internal import CFFmpeg
+import Imaging
+
+/// Why a media file could not be read or written.
+public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
+    case cannotOpen(path: String, reason: String)
+    case noVideoStream(path: String)
+    case unsupportedCodec(path: String, codec: String)
+    case decodeFailed(path: String, reason: String)
+    case noFrame(path: String)
+    case encodeFailed(path: String, reason: String)
+    case cannotWrite(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let reason): return "cannot open \(path): \(reason)"
+        case .noVideoStream(let path): return "\(path) has no image or video stream"
+        case .unsupportedCodec(let path, let codec): return "\(path): no decoder for \(codec)"
+        case .decodeFailed(let path, let reason): return "cannot decode \(path): \(reason)"
+        case .noFrame(let path): return "\(path) holds no picture (empty or truncated?)"
+        case .encodeFailed(let path, let reason): return "cannot encode \(path): \(reason)"
+        case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
+        }
+    }
+}
+
+/// FFmpeg's status conventions, converted in one place.
+enum FFmpeg {
+    static let eagain = spotter_averror_eagain()
+    static let eof = spotter_averror_eof()
+
+    /// FFmpeg's text for an error code.
+    static func message(_ code: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        av_strerror(code, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Returns `code` when it is not an error; throws `error(message)` otherwise.
+    @discardableResult
+    static func check(_ code: Int32, _ error: (String) -> MediaError) throws -> Int32 {
+        guard code >= 0 else { throw error(message(code)) }
+        return code
+    }
+
+    static func pixelFormat(_ format: PixelFormat) -> AVPixelFormat {
+        switch format {
+        case .gray8: return AV_PIX_FMT_GRAY8
+        case .rgb24: return AV_PIX_FMT_RGB24
+        case .bgr24: return AV_PIX_FMT_BGR24
+        case .rgba: return AV_PIX_FMT_RGBA
+        case .bgra: return AV_PIX_FMT_BGRA
+        case .argb: return AV_PIX_FMT_ARGB
+        case .nv12: return AV_PIX_FMT_NV12
+        case .nv21: return AV_PIX_FMT_NV21
+        case .i420: return AV_PIX_FMT_YUV420P
+        }
+    }
+}
+
+/// Owns an `AVFrame`.
+final class Frame {
+    let pointer: UnsafeMutablePointer<AVFrame>
+
+    init() {
+        guard let frame = av_frame_alloc() else { fatalError("av_frame_alloc: out of memory") }
+        pointer = frame
+    }
+
+    deinit {
+        var frame: UnsafeMutablePointer<AVFrame>? = pointer
+        av_frame_free(&frame)
+    }
+}
+
+/// Owns an `AVPacket`.
+final class Packet {
+    let pointer: UnsafeMutablePointer<AVPacket>
+
+    init() {
+        guard let packet = av_packet_alloc() else { fatalError("av_packet_alloc: out of memory") }
+        pointer = packet
+    }
+
+    deinit {
+        var packet: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&packet)
+    }
+}
+
+/// Owns an `AVCodecContext`.
+final class CodecContext {
+    let pointer: UnsafeMutablePointer<AVCodecContext>
+
+    init(codec: UnsafePointer<AVCodec>?) {
+        guard let context = avcodec_alloc_context3(codec) else { fatalError("avcodec_alloc_context3: out of memory") }
+        pointer = context
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVCodecContext>? = pointer
+        avcodec_free_context(&context)
+    }
+}
+
+/// Owns an `AVFormatContext` opened for reading.
+final class InputContext {
+    let pointer: UnsafeMutablePointer<AVFormatContext>
+
+    init(path: String) throws {
+        var context: UnsafeMutablePointer<AVFormatContext>?
+        try FFmpeg.check(avformat_open_input(&context, path, nil, nil)) { .cannotOpen(path: path, reason: $0) }
+        guard let context else { throw MediaError.cannotOpen(path: path, reason: "no context") }
+        pointer = context
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVFormatContext>? = pointer
+        avformat_close_input(&context)
+    }
+}
+
+/// Owns an `SwsContext` converting frames of one size and format to another.
+final class Scaler {
+    let pointer: OpaquePointer
+    let source: (width: Int32, height: Int32, format: AVPixelFormat)
+    let target: (width: Int32, height: Int32, format: AVPixelFormat)
+
+    init?(from source: (Int32, Int32, AVPixelFormat), to target: (Int32, Int32, AVPixelFormat)) {
+        let flags = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT
+        guard let context = sws_getContext(source.0, source.1, source.2, target.0, target.1, target.2, flags, nil, nil, nil) else {
+            return nil
+        }
+        pointer = context
+        self.source = source
+        self.target = target
+    }
+
+    deinit { sws_freeContext(pointer) }
+}

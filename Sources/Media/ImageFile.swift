@@ -1,0 +1,174 @@
+internal import CFFmpeg
+import Foundation
+import Imaging
+
+/// Reads and writes still images with FFmpeg's decoders and encoders (JPEG, PNG, BMP, WebP, ...).
+public enum ImageFile {
+    /// A decoded picture: RGB24 pixels as stored and the EXIF orientation that turns them upright.
+    public struct Decoded: Sendable {
+        public var stored: Image
+        public var orientation: Orientation
+
+        /// The picture as displayed (orientation applied).
+        public var upright: Image { stored.oriented(orientation) }
+    }
+
+    /// Decodes the first picture of `path` to RGB24, with its EXIF orientation.
+    ///
+    /// - Throws: ``MediaError``.
+    public static func decode(_ path: String) throws -> Decoded {
+        let input = try InputContext(path: path)
+        try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .decodeFailed(path: path, reason: $0) }
+        let streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        guard streamIndex >= 0, let stream = input.pointer.pointee.streams[Int(streamIndex)] else {
+            throw MediaError.noVideoStream(path: path)
+        }
+        let parameters = stream.pointee.codecpar!
+        guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
+            throw MediaError.unsupportedCodec(path: path, codec: String(cString: avcodec_get_name(parameters.pointee.codec_id)))
+        }
+        let decoder = CodecContext(codec: codec)
+        try FFmpeg.check(avcodec_parameters_to_context(decoder.pointer, parameters)) { .decodeFailed(path: path, reason: $0) }
+        try FFmpeg.check(avcodec_open2(decoder.pointer, codec, nil)) { .decodeFailed(path: path, reason: $0) }
+
+        let packet = Packet(), frame = Frame()
+        var decoded = false
+        reading: while !decoded {
+            let status = av_read_frame(input.pointer, packet.pointer)
+            if status < 0 {
+                // End of input: flush the decoder.
+                avcodec_send_packet(decoder.pointer, nil)
+            } else {
+                defer { av_packet_unref(packet.pointer) }
+                guard packet.pointer.pointee.stream_index == streamIndex else { continue }
+                let sent = avcodec_send_packet(decoder.pointer, packet.pointer)
+                if sent < 0 && sent != FFmpeg.eagain { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(sent)) }
+            }
+            let received = avcodec_receive_frame(decoder.pointer, frame.pointer)
+            if received == 0 {
+                decoded = true
+            } else if received == FFmpeg.eagain && status >= 0 {
+                continue reading
+            } else {
+                break reading
+            }
+        }
+        guard decoded else { throw MediaError.noFrame(path: path) }
+        let image = try rgb(from: frame, path: path)
+        var orientation = Orientation.up
+        if let entry = av_dict_get(frame.pointer.pointee.metadata, "Orientation", nil, 0),
+           let value = Int(String(cString: entry.pointee.value)), let parsed = Orientation(rawValue: value) {
+            orientation = parsed
+        }
+        return Decoded(stored: image, orientation: orientation)
+    }
+
+    /// Converts a decoded frame to RGB24 with swscale.
+    static func rgb(from frame: Frame, path: String) throws -> Image {
+        let f = frame.pointer.pointee
+        guard f.width > 0, f.height > 0, let format = AVPixelFormat(rawValue: f.format) as AVPixelFormat? else {
+            throw MediaError.noFrame(path: path)
+        }
+        guard let scaler = Scaler(from: (f.width, f.height, format), to: (f.width, f.height, AV_PIX_FMT_RGB24)) else {
+            throw MediaError.decodeFailed(path: path, reason: "no conversion from \(String(cString: av_get_pix_fmt_name(format))) to RGB24")
+        }
+        var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
+        image.data.withUnsafeMutableBufferPointer { buffer in
+            var planes: [UnsafeMutablePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
+            var strides: [Int32] = [f.width * 3, 0, 0, 0]
+            withUnsafePointer(to: frame.pointer.pointee.data) { data in
+                withUnsafePointer(to: frame.pointer.pointee.linesize) { linesize in
+                    data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { sources in
+                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { sourceStrides in
+                            _ = sws_scale(scaler.pointer, sources, sourceStrides, 0, f.height, &planes, &strides)
+                        }
+                    }
+                }
+            }
+        }
+        return image
+    }
+
+    /// Image file formats Spotter writes.
+    public enum Format: Sendable, Equatable {
+        /// JPEG at `quality` 1...100 (default 90).
+        case jpeg(quality: Int)
+        case png
+
+        /// The format named by a path's extension (`.png`, else JPEG).
+        public init(path: String) {
+            self = path.lowercased().hasSuffix(".png") ? .png : .jpeg(quality: 90)
+        }
+    }
+
+    /// Encodes `image` and writes it to `path`, replacing the file atomically.
+    ///
+    /// - Throws: ``MediaError``.
+    public static func write(_ image: Image, to path: String, format: Format? = nil) throws {
+        let bytes = try encode(image, format: format ?? Format(path: path), path: path)
+        do {
+            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw MediaError.cannotWrite(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// Encodes `image` in `format`, returning the file's bytes.
+    public static func encode(_ image: Image, format: Format, path: String = "image") throws -> [UInt8] {
+        let codecID: AVCodecID, pixelFormat: AVPixelFormat
+        switch format {
+        case .jpeg: (codecID, pixelFormat) = (AV_CODEC_ID_MJPEG, AV_PIX_FMT_YUVJ420P)
+        case .png: (codecID, pixelFormat) = (AV_CODEC_ID_PNG, AV_PIX_FMT_RGB24)
+        }
+        guard let codec = avcodec_find_encoder(codecID) else {
+            throw MediaError.encodeFailed(path: path, reason: "FFmpeg has no \(format) encoder")
+        }
+        let encoder = CodecContext(codec: codec)
+        encoder.pointer.pointee.width = Int32(image.width)
+        encoder.pointer.pointee.height = Int32(image.height)
+        encoder.pointer.pointee.pix_fmt = pixelFormat
+        encoder.pointer.pointee.time_base = AVRational(num: 1, den: 25)
+        if case .jpeg(let quality) = format {
+            encoder.pointer.pointee.flags |= Int32(AV_CODEC_FLAG_QSCALE)
+            // FFmpeg's MJPEG scale runs from 2 (best) to 31; map quality 100...1 onto it.
+            let q = 2 + (100 - min(max(quality, 1), 100)) * 29 / 99
+            encoder.pointer.pointee.global_quality = Int32(q) * FF_QP2LAMBDA
+        }
+        try FFmpeg.check(avcodec_open2(encoder.pointer, codec, nil)) { .encodeFailed(path: path, reason: $0) }
+
+        let frame = Frame()
+        frame.pointer.pointee.width = Int32(image.width)
+        frame.pointer.pointee.height = Int32(image.height)
+        frame.pointer.pointee.format = pixelFormat.rawValue
+        try FFmpeg.check(av_frame_get_buffer(frame.pointer, 0)) { .encodeFailed(path: path, reason: $0) }
+        if case .jpeg = format { frame.pointer.pointee.quality = encoder.pointer.pointee.global_quality }
+        let source = image.converted(to: .rgb24)
+        guard let scaler = Scaler(from: (Int32(image.width), Int32(image.height), AV_PIX_FMT_RGB24),
+                                  to: (Int32(image.width), Int32(image.height), pixelFormat)) else {
+            throw MediaError.encodeFailed(path: path, reason: "no conversion to the encoder's pixel format")
+        }
+        source.data.withUnsafeBufferPointer { buffer in
+            var planes: [UnsafePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
+            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
+            withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { data in
+                withUnsafeMutablePointer(to: &frame.pointer.pointee.linesize) { linesize in
+                    data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { targets in
+                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { targetStrides in
+                            _ = sws_scale(scaler.pointer, &planes, &strides, 0, Int32(image.height), targets, targetStrides)
+                        }
+                    }
+                }
+            }
+        }
+        try FFmpeg.check(avcodec_send_frame(encoder.pointer, frame.pointer)) { .encodeFailed(path: path, reason: $0) }
+        try FFmpeg.check(avcodec_send_frame(encoder.pointer, nil)) { .encodeFailed(path: path, reason: $0) }
+        var bytes: [UInt8] = []
+        let packet = Packet()
+        while avcodec_receive_packet(encoder.pointer, packet.pointer) == 0 {
+            bytes += UnsafeBufferPointer(start: packet.pointer.pointee.data, count: Int(packet.pointer.pointee.size))
+            av_packet_unref(packet.pointer)
+        }
+        guard !bytes.isEmpty else { throw MediaError.encodeFailed(path: path, reason: "the encoder produced nothing") }
+        return bytes
+    }
+}

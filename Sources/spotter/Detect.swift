@@ -1,0 +1,196 @@
+import ArgumentParser
+import Detection
+import Foundation
+import Imaging
+import Inference
+import Media
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, json, coco, yolo, floats
+}
+
+enum ResizeChoice: String, ExpressibleByArgument, CaseIterable {
+    case stretch, crop, letterbox
+
+    var mode: ResizeMode {
+        switch self {
+        case .stretch: return .stretch
+        case .crop: return .centerCrop
+        case .letterbox: return .letterbox
+        }
+    }
+}
+
+/// Options shared by every command that runs the detector.
+struct DetectorOptions: ParsableArguments {
+    @Option(help: "The .tflite model (default: $SPOTTER_MODEL, else ../shared/models/coco-ssd-mobilenet-v1/detect.tflite).")
+    var model: String?
+
+    @Option(help: "A labels file (default: the model's metadata, else labelmap.txt or labels.txt beside the model).")
+    var labels: String?
+
+    @Option(help: "Minimum score, 0...1.")
+    var threshold: Float = 0.5
+
+    @Option(help: "At most this many detections per picture.")
+    var maxResults: Int?
+
+    @Option(help: "Only these classes, comma-separated label names (for example person,cup).")
+    var classes: String?
+
+    @Option(help: "Threads for inference (default: all cores).")
+    var threads: Int?
+
+    @Option(help: "Kernels: xnnpack or reference.")
+    var backend: Interpreter.Options.Backend = .xnnpack
+
+    @Option(help: "How pictures are fitted to the model input: stretch, crop or letterbox.")
+    var resize: ResizeChoice = .stretch
+
+    @Option(help: "For float models without normalization metadata: the mean subtracted from pixels.")
+    var mean: Float?
+
+    @Option(help: "For float models without normalization metadata: the divisor after the mean.")
+    var std: Float?
+
+    func validate() throws {
+        guard (0...1).contains(threshold) else { throw ValidationError("--threshold must be between 0 and 1") }
+        if let maxResults, maxResults < 1 { throw ValidationError("--max-results must be at least 1") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        guard (mean == nil) == (std == nil) else { throw ValidationError("give --mean and --std together") }
+        if let std, std == 0 { throw ValidationError("--std cannot be 0") }
+    }
+
+    var modelPath: String {
+        get throws {
+            if let model { return model }
+            if let path = ProcessInfo.processInfo.environment["SPOTTER_MODEL"] { return path }
+            let shared = "../shared/models/coco-ssd-mobilenet-v1/detect.tflite"
+            guard FileManager.default.fileExists(atPath: shared) else {
+                throw ValidationError("no model given: pass --model PATH or set SPOTTER_MODEL")
+            }
+            return shared
+        }
+    }
+
+    /// Builds the detector, turning library errors into one line that says what to do.
+    func makeDetector() throws -> ObjectDetector {
+        let path = try modelPath
+        guard FileManager.default.fileExists(atPath: path) else { throw ValidationError("no model at \(path): check --model") }
+        var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize.mode, labelsPath: labels)
+        if let threads { options.threadCount = threads }
+        if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        if let mean, let std { options.normalization = .init(mean: [mean], std: [std]) }
+        do {
+            return try ObjectDetector(modelPath: path, options: options)
+        } catch {
+            throw ValidationError("cannot use \(path): \(error)")
+        }
+    }
+}
+
+struct Detect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Find objects in pictures and print them, optionally saving annotated copies.",
+        discussion: """
+            Reads JPEG, PNG, BMP and WebP (a JPEG's EXIF orientation is applied, so boxes refer to the
+            picture as displayed). Directories are searched for such files. Boxes are in pixels.
+
+            Examples:
+              spotter detect photo.jpg
+              spotter detect photos/ --classes person --threshold 0.6 --save-dir annotated/
+              spotter detect photo.jpg --json
+              spotter detect photos/ --format coco > results.json
+            """)
+
+    @Argument(help: "Pictures or directories of pictures.")
+    var inputs: [String]
+
+    @OptionGroup var detector: DetectorOptions
+
+    @Option(help: "Output: table, json (one object per picture per line), coco, yolo or floats.")
+    var format: OutputFormat = .table
+
+    @Flag(help: "Same as --format json.")
+    var json = false
+
+    @Option(help: "Write annotated copies of the pictures here.")
+    var saveDir: String?
+
+    func run() throws {
+        let files = try expand(inputs)
+        guard !files.isEmpty else { throw ValidationError("no pictures found in \(inputs.joined(separator: " "))") }
+        let detector = try self.detector.makeDetector()
+        let annotator = saveDir == nil ? nil : try Annotator()
+        if let saveDir { try FileManager.default.createDirectory(atPath: saveDir, withIntermediateDirectories: true) }
+        let format = json ? .json : self.format
+        let progress = ProgressBar(total: files.count, enabled: files.count > 3)
+        var failures = 0
+        var coco: [[String: Any]] = []
+        for (index, file) in files.enumerated() {
+            progress.update(index, note: URL(fileURLWithPath: file).lastPathComponent)
+            do {
+                var picture = try ImageFile.decode(file).upright
+                let result = try detector.detect(picture)
+                switch format {
+                case .table: progress.print(table(file, result))
+                case .json: progress.print(ResultEncoding.json(result, image: file))
+                case .floats: progress.print(ResultEncoding.serialize(ResultEncoding.floats(result).map(Double.init)))
+                case .yolo: progress.print("# \(file)\n" + ResultEncoding.yolo(result))
+                case .coco: coco += ResultEncoding.coco(result, imageID: Self.imageID(file, index: index), labels: detector.labels)
+                }
+                if let annotator, let saveDir {
+                    annotator.draw(result.detections, on: &picture)
+                    let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+                    let ext = file.lowercased().hasSuffix(".png") ? "png" : "jpg"
+                    try ImageFile.write(picture, to: URL(fileURLWithPath: saveDir).appendingPathComponent("\(name).\(ext)").path)
+                    if format == .yolo {
+                        try ResultEncoding.yolo(result).write(toFile: URL(fileURLWithPath: saveDir).appendingPathComponent("\(name).txt").path, atomically: true, encoding: .utf8)
+                    }
+                }
+            } catch {
+                failures += 1
+                progress.error("\(file): \(error)")
+            }
+        }
+        progress.finish()
+        if format == .coco { print(ResultEncoding.serialize(coco)) }
+        if failures > 0 {
+            throw ValidationError("\(failures) of \(files.count) pictures could not be processed (see above)")
+        }
+    }
+
+    func table(_ file: String, _ result: DetectionResult) -> String {
+        var lines = ["\(file) (\(result.imageSize.width)x\(result.imageSize.height)), \(result.detections.count) found, inference \(String(format: "%.1f", result.timings.inference)) ms"]
+        for d in result.detections {
+            lines.append("  " + d.label.padding(toLength: 16, withPad: " ", startingAt: 0)
+                + String(format: "%.3f  x %4.0f-%-4.0f y %4.0f-%-4.0f", d.score, d.box.minX, d.box.maxX, d.box.minY, d.box.maxY))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// COCO image ids come from numeric file names (000000397133.jpg), else the position.
+    static func imageID(_ file: String, index: Int) -> Int {
+        Int(URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent) ?? index + 1
+    }
+}
+
+/// Files named on the command line, with directories expanded to the pictures inside, sorted.
+func expand(_ inputs: [String]) throws -> [String] {
+    let extensions: Set<String> = ["jpg", "jpeg", "png", "bmp", "webp"]
+    var files: [String] = []
+    for input in inputs {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory) else {
+            throw ValidationError("\(input) does not exist")
+        }
+        if isDirectory.boolValue {
+            let names = try FileManager.default.contentsOfDirectory(atPath: input).sorted()
+            files += names.filter { extensions.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
+                .map { URL(fileURLWithPath: input).appendingPathComponent($0).path }
+        } else {
+            files.append(input)
+        }
+    }
+    return files
+}

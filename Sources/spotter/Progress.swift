@@ -1,0 +1,49 @@
+import Foundation
+
+/// A one-line progress bar on standard error when it is a terminal; results keep going to
+/// standard output, so piping them stays clean.
+final class ProgressBar {
+    private let total: Int
+    private let enabled: Bool
+    private let start = Date()
+    private var drawn = false
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled && isatty(STDERR_FILENO) != 0
+    }
+
+    /// Shows `done` of `total` with rate and time left.
+    func update(_ done: Int, note: String = "") {
+        guard enabled else { return }
+        let elapsed = Date().timeIntervalSince(start)
+        let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        let eta = rate > 0 ? Double(total - done) / rate : 0
+        let width = 30, filled = total > 0 ? width * done / total : 0
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let line = String(format: "[%@] %d/%d %3.0f%% %.1f/s ETA %.0fs %@", bar, done, total,
+                          100 * Double(done) / Double(max(total, 1)), rate, eta, String(note.prefix(30)))
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        drawn = true
+    }
+
+    /// Prints a result line to standard output without garbling the bar.
+    func print(_ text: String) {
+        clear()
+        Swift.print(text)
+        fflush(nil)
+    }
+
+    func error(_ text: String) {
+        clear()
+        FileHandle.standardError.write(Data(("error: " + text + "\n").utf8))
+    }
+
+    func finish() { clear() }
+
+    private func clear() {
+        guard drawn else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        drawn = false
+    }
+}
