@@ -50,5 +50,30 @@ with tempfile.TemporaryDirectory() as out:
     cut = subprocess.run([spotter, "inspect", truncated], capture_output=True, text=True)
     check(cut.returncode != 0 and "cannot read" in cut.stderr and "truncated" in cut.stderr, "inspect explains a truncated model")
 
-print(f"{5 + 4 + 3 - len(failures)} passed, {len(failures)} failed")
+images = os.path.join(os.path.dirname(root), "shared", "images")
+with tempfile.TemporaryDirectory() as out:
+    lines = subprocess.run([spotter, "detect", images, "--model", model, "--json"], check=True, capture_output=True, text=True).stdout.splitlines()
+    objects = [json.loads(line) for line in lines]
+    check(len(objects) == 5, "detect --json prints one object per picture")
+    keys = {"image", "width", "height", "timings_ms", "detections"}
+    check(all(keys <= o.keys() for o in objects), "detect --json objects carry image, width, height, timings_ms, detections")
+    coffee = next(o for o in objects if o["image"].endswith("coffee.png"))
+    cup = coffee["detections"][0]
+    check(cup["label"] == "cup" and abs(cup["score"] - 0.777) < 0.03 and set(cup["box"]) == {"xmin", "ymin", "xmax", "ymax"},
+          "detect finds the cup with its box")
+    broken = os.path.join(out, "broken.jpg")
+    with open(broken, "wb") as f:
+        f.write(b"not a picture")
+    mixed = subprocess.run([spotter, "detect", broken, os.path.join(images, "coffee.png"), "--model", model, "--json",
+                            "--save-dir", os.path.join(out, "annotated")], capture_output=True, text=True)
+    check(mixed.returncode != 0 and "broken.jpg" in mixed.stderr and len(mixed.stdout.splitlines()) == 1,
+          "detect reports an unreadable picture by name, processes the rest, and fails")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                            os.path.join(out, "annotated", "coffee.png")], capture_output=True, text=True)
+    check(probe.stdout.strip() == "600,400", "detect --save-dir writes annotated copies ffprobe reads")
+    coco = json.loads(subprocess.run([spotter, "detect", images, "--model", model, "--format", "coco", "--classes", "person"],
+                                     check=True, capture_output=True, text=True).stdout)
+    check(len(coco) == 2 and all(d["category_id"] == 1 and len(d["bbox"]) == 4 for d in coco), "detect --format coco with --classes person")
+
+print(f"{5 + 4 + 3 + 6 - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

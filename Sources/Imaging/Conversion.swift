@@ -4,10 +4,11 @@ extension Image {
     /// Alpha is dropped when converting to formats without it and set to 255 when adding it.
     /// Chroma is averaged over 2x2 blocks when converting to NV12, NV21 or I420.
     public func converted(to target: PixelFormat, yuvRange range: YUVRange? = nil) -> Image {
-        if target == format && (range == nil || range == yuvRange) && strides == Image.planeLayout(width: width, height: height, format: format).map(\.rowBytes) {
+        let tight = strides == Image.planeLayout(width: width, height: height, format: format).map(\.rowBytes)
+        if target == format && (range == nil || range == yuvRange) && tight {
             return self
         }
-        let rgb = format == .rgb24 ? self : toRGB()
+        let rgb = format == .rgb24 && tight ? self : toRGB()
         return target == .rgb24 ? rgb : rgb.fromRGB(to: target, range: range ?? yuvRange)
     }
 

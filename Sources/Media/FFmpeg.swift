@@ -26,6 +26,10 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// FFmpeg's status conventions, converted in one place.
 enum FFmpeg {
+    /// Errors are reported through thrown errors; FFmpeg's own log shows only fatal problems.
+    private static let logLevel: Void = av_log_set_level(AV_LOG_FATAL)
+    static func quietLogs() { _ = logLevel }
+
     static let eagain = spotter_averror_eagain()
     static let eof = spotter_averror_eof()
 

@@ -17,6 +17,7 @@ public enum ImageFile {
     ///
     /// - Throws: ``MediaError``.
     public static func decode(_ path: String) throws -> Decoded {
+        FFmpeg.quietLogs()
         let input = try InputContext(path: path)
         try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .decodeFailed(path: path, reason: $0) }
         let streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
@@ -57,7 +58,8 @@ public enum ImageFile {
         let image = try rgb(from: frame, path: path)
         var orientation = Orientation.up
         if let entry = av_dict_get(frame.pointer.pointee.metadata, "Orientation", nil, 0),
-           let value = Int(String(cString: entry.pointee.value)), let parsed = Orientation(rawValue: value) {
+           let value = Int(String(cString: entry.pointee.value).trimmingCharacters(in: .whitespaces)),
+           let parsed = Orientation(rawValue: value) {
             orientation = parsed
         }
         return Decoded(stored: image, orientation: orientation)
@@ -115,6 +117,7 @@ public enum ImageFile {
 
     /// Encodes `image` in `format`, returning the file's bytes.
     public static func encode(_ image: Image, format: Format, path: String = "image") throws -> [UInt8] {
+        FFmpeg.quietLogs()
         let codecID: AVCodecID, pixelFormat: AVPixelFormat
         switch format {
         case .jpeg: (codecID, pixelFormat) = (AV_CODEC_ID_MJPEG, AV_PIX_FMT_YUVJ420P)

@@ -62,3 +62,19 @@ public func expectDetectOutputsEqual(
     let worst = zip(boxes, expectedBoxes).map { abs($0 - $1) }.max() ?? 0
     #expect(boxes.count == expectedBoxes.count && worst <= 1e-5, "\(name) boxes differ by \(worst)", sourceLocation: sourceLocation)
 }
+
+/// Runs a program from PATH and returns its standard output; throws when it fails.
+@discardableResult
+public func run(_ program: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [program] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    struct Failure: Error, CustomStringConvertible { let description: String }
+    guard process.terminationStatus == 0 else { throw Failure(description: "\(program) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)") }
+    return String(decoding: data, as: UTF8.self)
+}

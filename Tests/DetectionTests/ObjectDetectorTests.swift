@@ -1,0 +1,180 @@
+import Detection
+import Foundation
+import Imaging
+import Inference
+import Media
+import Testing
+import TestSupport
+
+/// The top detections LiteRT finds on the shared images (../shared/README.md).
+struct Expected: Sendable, CustomStringConvertible {
+    var image: String
+    var label: String
+    var score: Float
+    var box: Rect
+    var description: String { image }
+}
+
+@Suite struct ObjectDetectorTests {
+    static let expected = [
+        Expected(image: "astronaut", label: "person", score: 0.645, box: Rect(minX: 3, minY: 8, maxX: 368, maxY: 500)),
+        Expected(image: "coffee", label: "cup", score: 0.777, box: Rect(minX: 167, minY: 17, maxX: 424, maxY: 314)),
+        Expected(image: "chelsea", label: "cat", score: 0.656, box: Rect(minX: 0, minY: 0, maxX: 413, maxY: 298)),
+        Expected(image: "camera", label: "person", score: 0.785, box: Rect(minX: 9, minY: 71, maxX: 295, maxY: 502)),
+    ]
+
+    static func detector(_ options: ObjectDetector.Options = .init()) throws -> ObjectDetector {
+        try ObjectDetector(modelPath: Fixtures.detectModel.path, options: options)
+    }
+
+    static func picture(_ name: String) throws -> Image {
+        try ImageFile.decode(Fixtures.shared.appendingPathComponent("images/\(name).png").path).upright
+    }
+
+    static func top(_ result: DetectionResult, _ label: String) throws -> Detection {
+        try #require(result.detections.first { $0.label == label }, "no \(label) in \(result.detections.map(\.label))")
+    }
+
+    @Test("shared images give LiteRT's detections", arguments: expected)
+    func sharedImagesGiveLiteRTDetections(_ expected: Expected) throws {
+        let result = try Self.detector().detect(try Self.picture(expected.image))
+        let found = try Self.top(result, expected.label)
+        #expect(abs(found.score - expected.score) <= 0.03, "score \(found.score)")
+        #expect(found.box.iou(expected.box) >= 0.9, "box \(found.box)")
+        #expect(result.detections.allSatisfy { $0.score >= 0.5 })
+        #expect(result.detections == result.detections.sorted { $0.score > $1.score })
+    }
+
+    @Test func referenceBackendAgreesWithXNNPACK() throws {
+        let picture = try Self.picture("coffee")
+        let fast = try Self.top(try Self.detector().detect(picture), "cup")
+        let exact = try Self.top(try Self.detector(.init(backend: .reference)).detect(picture), "cup")
+        #expect(abs(fast.score - exact.score) <= 6 / 256 && fast.box.iou(exact.box) >= 0.9)
+    }
+
+    @Test func jpegWithExifOrientationSixGivesBoxesOnTheDisplayedPicture() throws {
+        let upright = try Self.picture("coffee")
+        // Store the pixels turned left, so EXIF 6 (turn right to display) restores the picture.
+        let stored = upright.oriented(.left)
+        var jpeg = try ImageFile.encode(stored, format: .jpeg(quality: 95))
+        jpeg.insert(contentsOf: Self.exifOrientation(6), at: 2)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-exif6.jpg").path
+        try Data(jpeg).write(to: URL(fileURLWithPath: path))
+        let decoded = try ImageFile.decode(path)
+        #expect(decoded.orientation == .right)
+        #expect(decoded.upright.size == upright.size)
+        let cup = try Self.top(try Self.detector().detect(decoded.upright), "cup")
+        #expect(cup.box.iou(Rect(minX: 167, minY: 17, maxX: 424, maxY: 314)) >= 0.9, "box \(cup.box)")
+    }
+
+    /// An APP1 segment with a big-endian TIFF IFD holding only the Orientation tag.
+    static func exifOrientation(_ value: UInt16) -> [UInt8] {
+        func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xff)] }
+        let tiff: [UInt8] = Array("MM".utf8) + [0, 0x2a, 0, 0, 0, 8] + be16(1) + be16(0x0112) + be16(3) + [0, 0, 0, 1] + be16(value) + [0, 0] + [0, 0, 0, 0]
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        return [0xff, 0xe1] + be16(UInt16(payload.count + 2)) + payload
+    }
+
+    @Test("camera formats detect as the RGB picture does", arguments: [PixelFormat.nv21, .nv12, .i420, .bgra, .rgba, .bgr24])
+    func cameraFormatsDetectLikeRGB(_ format: PixelFormat) throws {
+        let detector = try Self.detector()
+        let rgb = try Self.picture("coffee")
+        let reference = try Self.top(try detector.detect(rgb), "cup")
+        let frame = rgb.converted(to: format, yuvRange: .video)
+        let cup = try Self.top(try detector.detect(frame), "cup")
+        #expect(abs(cup.score - reference.score) <= 0.05 && cup.box.iou(reference.box) >= 0.9, "\(format): \(cup)")
+    }
+
+    @Test("turned and mirrored frames give the same boxes", arguments: Orientation.allCases)
+    func orientedFramesMapBackOntoTheSameObjects(_ orientation: Orientation) throws {
+        let detector = try Self.detector()
+        let upright = try Self.picture("coffee")
+        // Pixels stored so that `orientation` turns them upright again.
+        let stored = Self.storing(upright, as: orientation)
+        #expect(stored.oriented(orientation).data == upright.data)
+        let reference = try detector.detect(upright)
+        let result = try detector.detect(stored, orientation: orientation)
+        #expect(result.imageSize == upright.size)
+        #expect(result.detections == reference.detections)
+        // The box mapped to the stored frame covers the same pixels there.
+        let cup = try Self.top(result, "cup")
+        let storedBox = result.uprightToStored.apply(cup.box)
+        #expect(abs(Self.mean(stored, storedBox) - Self.mean(upright, cup.box)) < 1.0)
+    }
+
+    /// The stored pixels of a frame whose `orientation` displays `upright`.
+    static func storing(_ upright: Image, as orientation: Orientation) -> Image {
+        // Applying each orientation's inverse turn: try the 8 candidates and keep the one that works.
+        Orientation.allCases.lazy.map { upright.oriented($0) }.first { $0.oriented(orientation).data == upright.data && $0.oriented(orientation).size == upright.size }!
+    }
+
+    static func mean(_ image: Image, _ box: Rect) -> Double {
+        let x0 = Int(box.minX.rounded()), x1 = Int(box.maxX.rounded()), y0 = Int(box.minY.rounded()), y1 = Int(box.maxY.rounded())
+        var sum = 0, count = 0
+        for y in y0..<y1 { for x in x0..<x1 { sum += Int(image.data[(y * image.width + x) * 3]); count += 1 } }
+        return Double(sum) / Double(max(count, 1))
+    }
+
+    @Test func letterboxAndCropStillFindTheCup() throws {
+        for mode in [ResizeMode.letterbox, .centerCrop] {
+            let result = try Self.detector(.init(scoreThreshold: 0.3, resizeMode: mode)).detect(try Self.picture("coffee"))
+            let cup = try Self.top(result, "cup")
+            #expect(cup.box.iou(Rect(minX: 167, minY: 17, maxX: 424, maxY: 314)) >= 0.7, "\(mode): \(cup.box)")
+        }
+    }
+
+    @Test func allowlistAndMaxResultsFilter() throws {
+        let picture = try Self.picture("coffee")
+        let onlyTables = try Self.detector(.init(categoryAllowlist: ["Dining Table"])).detect(picture)
+        #expect(onlyTables.detections.map(\.label) == ["dining table"])
+        let noCups = try Self.detector(.init(categoryDenylist: ["cup"])).detect(picture)
+        #expect(!noCups.detections.contains { $0.label == "cup" })
+        #expect(try Self.detector(.init(maxResults: 1)).detect(picture).detections.count == 1)
+        #expect(throws: DetectorError.self) { try Self.detector(.init(categoryAllowlist: ["unicorn"])) }
+    }
+
+    @Test func labelsSkipTheBackgroundRow() throws {
+        let labels = try Labels.read(path: Fixtures.shared.appendingPathComponent("models/coco-ssd-mobilenet-v1/labelmap.txt").path)
+        #expect(labels.offset == 1 && labels.name(0) == "person" && labels.name(46) == "cup" && labels.isCOCO)
+        #expect(labels.classIndex(named: "cup") == 46)
+    }
+
+    @Test func modelWithoutDetectionOutputsIsRefusedWithWhatWasFound() throws {
+        let path = Fixtures.committed.appendingPathComponent("ops/conv2d_uint8_same_s2_relu6/model.tflite").path
+        #expect {
+            try ObjectDetector(modelPath: path)
+        } throws: { error in
+            guard case .unrecognizedOutputs(let found) = error as? DetectorError else { return false }
+            return found.count == 1 && found[0].contains("[1, 5, 5, 4]")
+        }
+    }
+
+    @Test func encodingsFollowTheirFormats() throws {
+        let detector = try Self.detector()
+        let result = try detector.detect(try Self.picture("coffee"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(ResultEncoding.json(result, image: "coffee.png").utf8)) as? [String: Any])
+        #expect(json["width"] as? Int == 600 && json["height"] as? Int == 400)
+        let first = try #require((json["detections"] as? [[String: Any]])?.first)
+        #expect(first["label"] as? String == "cup" && first["class_id"] as? Int == 46)
+        let box = try #require(first["box"] as? [String: Double])
+        #expect(Set(box.keys) == ["xmin", "ymin", "xmax", "ymax"])
+        let floats = ResultEncoding.floats(result)
+        #expect(floats.count == 6 * result.detections.count && floats[0] == 46 && floats[2] < floats[3] && floats[4] < floats[5])
+        let coco = ResultEncoding.coco(result, imageID: 7, labels: detector.labels)
+        #expect(coco.first?["category_id"] as? Int == 47 && coco.first?["image_id"] as? Int == 7)
+        let bbox = try #require(coco.first?["bbox"] as? [Double])
+        #expect(abs(bbox[2] - result.detections[0].box.width) < 0.01)
+        let yolo = ResultEncoding.yolo(result).split(separator: "\n").first!.split(separator: " ").compactMap { Double($0) }
+        #expect(yolo.count == 6 && yolo[0] == 46 && yolo.dropFirst().allSatisfy { (0...1).contains($0) })
+    }
+
+    @Test func annotatorDrawsBoxesInClassColours() throws {
+        var picture = try Self.picture("coffee")
+        let result = try Self.detector().detect(picture)
+        try Annotator().draw(result.detections, on: &picture)
+        let cup = try Self.top(result, "cup")
+        let color = Color.forClass(cup.classIndex)
+        let x = Int(cup.box.minX.rounded()), y = Int((cup.box.minY + cup.box.maxY) / 2)
+        #expect(Array(picture.data[((y * 600 + x) * 3)..<((y * 600 + x) * 3 + 3)]) == [color.red, color.green, color.blue])
+    }
+}
