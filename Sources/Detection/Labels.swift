@@ -45,8 +45,8 @@ public struct Labels: Sendable, Equatable {
     }
 
     /// Finds labels for a model, in order: an explicit file; the model's metadata; `labelmap.txt`,
-    /// `labels.txt` or `dict.txt` beside the model; the labels named by an AutoML
-    /// `tflite_metadata.json` beside it. Nil when none is found.
+    /// `labels.txt` or `dict.txt` (AutoML Vision Edge's labels, next to its `tflite_metadata.json`)
+    /// beside the model. Nil when none is found.
     public static func find(for model: Model, modelPath: String, explicit: String?) throws -> Labels? {
         if let explicit { return try read(path: explicit) }
         if let embedded = model.embeddedLabels, !embedded.isEmpty { return Labels(lines: embedded, source: "model metadata") }

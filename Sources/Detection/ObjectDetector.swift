@@ -138,7 +138,7 @@ public final class ObjectDetector {
         inputQuantization = input.quantization
         normalization = options.normalization ?? model.metadata?.inputNormalization
         if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
-        layout = try SSDLayout(model: model)
+        layout = try SSDLayout(model: model, modelPath: modelPath)
         allowed = try Self.classIndices(options.categoryAllowlist, labels)
         denied = try Self.classIndices(options.categoryDenylist, labels) ?? []
     }

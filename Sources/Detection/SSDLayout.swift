@@ -1,15 +1,17 @@
+import Foundation
 import Inference
 import TFLiteFormat
 
 /// Where an SSD model's four post-processed outputs are: boxes, classes, scores, count.
 ///
-/// Identified by the output tensors' names (`TFLite_Detection_PostProcess`, `:1`, `:2`, `:3`) or by
-/// TFLite Metadata's output names (`location`, `category`, `score`, `number of detections`), never
-/// by position alone.
+/// Identified by the output tensors' names (`TFLite_Detection_PostProcess`, `:1`, `:2`, `:3`), by
+/// TFLite Metadata's output names (`location`, `category`, `score`, `number of detections`), or by
+/// the `outputTensorRepresentation` of an AutoML Vision Edge `tflite_metadata.json` beside the
+/// model; never by position alone.
 struct SSDLayout {
     let boxes, classes, scores, count: Int
 
-    init(model: Model) throws {
+    init(model: Model, modelPath: String) throws {
         let graph = model.subgraph
         let names = graph.outputs.map { graph.tensors[$0].name }
         func position(_ candidates: [String], in list: [String]) -> Int? {
@@ -26,11 +28,25 @@ struct SSDLayout {
             position(["location"], in: metadataNames), position(["category"], in: metadataNames),
             position(["score"], in: metadataNames), position(["number of detections"], in: metadataNames),
         ] : [nil, nil, nil, nil]
-        let found = byName.allSatisfy { $0 != nil } ? byName : byMetadata
+        let automl = Self.autoMLOrder(besideModel: modelPath)
+        let byAutoML = automl.count == names.count ? [
+            position(["bounding_boxes"], in: automl), position(["class_labels"], in: automl),
+            position(["class_confidences"], in: automl), position(["num_of_boxes"], in: automl),
+        ] : [nil, nil, nil, nil]
+        let found = [byName, byMetadata, byAutoML].first { $0.allSatisfy { $0 != nil } } ?? byName
         guard found.allSatisfy({ $0 != nil }), Set(found.compactMap { $0 }).count == 4 else {
             throw DetectorError.unrecognizedOutputs(found: names.enumerated().map { "\($1) \(graph.tensors[graph.outputs[$0]].shape)" })
         }
         (boxes, classes, scores, count) = (found[0]!, found[1]!, found[2]!, found[3]!)
+    }
+
+    /// The output order an AutoML Vision Edge export records in `tflite_metadata.json`, if present.
+    static func autoMLOrder(besideModel path: String) -> [String] {
+        let file = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("tflite_metadata.json")
+        guard let data = try? Data(contentsOf: file),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let order = object["outputTensorRepresentation"] as? [String] else { return [] }
+        return order
     }
 
     struct Raw {

@@ -178,3 +178,48 @@ struct Expected: Sendable, CustomStringConvertible {
         #expect(Array(picture.data[((y * 600 + x) * 3)..<((y * 600 + x) * 3 + 3)]) == [color.red, color.green, color.blue])
     }
 }
+
+@Suite struct AutoMLAndFileFormatTests {
+    /// An AutoML Vision Edge export: outputs renamed, their order given by tflite_metadata.json, labels in dict.txt.
+    @Test func autoMLExportIsDecodedThroughItsMetadataFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-automl")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var bytes = try Fixtures.bytes(Fixtures.detectModel)
+        // Rename the output tensors in place (same length) so names no longer identify them.
+        for suffix in ["", ":1", ":2", ":3"] {
+            let name = Array("TFLite_Detection_PostProcess\(suffix)".utf8)
+            let replacement = Array(("X" + String(repeating: "x", count: name.count - 1)).utf8)
+            let at = try #require(Self.find(name + [0], in: bytes))
+            bytes.replaceSubrange(at..<(at + name.count), with: replacement)
+        }
+        try Data(bytes).write(to: directory.appendingPathComponent("model.tflite"))
+        let labels = try String(contentsOf: Fixtures.shared.appendingPathComponent("models/coco-ssd-mobilenet-v1/labelmap.txt"), encoding: .utf8)
+        try labels.write(to: directory.appendingPathComponent("dict.txt"), atomically: true, encoding: .utf8)
+        let path = directory.appendingPathComponent("model.tflite").path
+        #expect(throws: DetectorError.self) { try ObjectDetector(modelPath: path) }
+        let metadata = #"{"outputTensorRepresentation": ["bounding_boxes", "class_labels", "class_confidences", "num_of_boxes"]}"#
+        try metadata.write(to: directory.appendingPathComponent("tflite_metadata.json"), atomically: true, encoding: .utf8)
+        let result = try ObjectDetector(modelPath: path).detect(try ObjectDetectorTests.picture("coffee"))
+        #expect(result.detections.first?.label == "cup")
+    }
+
+    /// The offset of the first occurrence of `pattern`.
+    static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= pattern.count else { return nil }
+        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
+            if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }
+        }
+        return nil
+    }
+
+    @Test("BMP and WebP files decode", arguments: ["bmp", "webp"])
+    func otherFormatsDecode(_ ext: String) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-coffee.\(ext)").path
+        try run("ffmpeg", ["-v", "error", "-y", "-i", Fixtures.shared.appendingPathComponent("images/coffee.png").path, path])
+        let picture = try ImageFile.decode(path).upright
+        #expect(picture.size == Size(width: 600, height: 400))
+        let result = try ObjectDetectorTests.detector().detect(picture)
+        #expect(result.detections.first?.label == "cup")
+    }
+}
