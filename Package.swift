@@ -14,6 +14,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
@@ -37,11 +38,13 @@ let package = Package(
         .target(name: "Media", dependencies: ["CFFmpeg", "Imaging"]),
         // ObjectDetector, labels, output layouts, result encodings, annotation.
         .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
+        // Frame pipeline with back-pressure, the clip recorder, the album index (SQLite via GRDB).
+        .target(name: "Pipeline", dependencies: ["Detection", "Media", "Imaging", .product(name: "GRDB", package: "GRDB.swift")]),
         // The command-line shell.
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -50,5 +53,6 @@ let package = Package(
         .testTarget(name: "InferenceTests", dependencies: ["Inference", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "Media", "TestSupport"]),
         .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TestSupport"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
     ]
 )

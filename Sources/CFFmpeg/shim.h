@@ -7,6 +7,7 @@
 #include <libavutil/display.h>
 #include <libavutil/opt.h>
 #include <libswscale/swscale.h>
+#include <libavdevice/avdevice.h>
 
 // AVERROR is a function-like macro Swift cannot import; these name the codes Spotter checks.
 static inline int spotter_averror_eagain(void) { return AVERROR(EAGAIN); }

@@ -87,6 +87,9 @@ public final class ObjectDetector {
         public var normalization: Normalization?
         /// An explicit labels file; default: metadata, then a labels file beside the model.
         public var labelsPath: String?
+        /// Let inference threads sleep between pictures (see `Interpreter.Options`); for pipelines
+        /// that decode and encode on other threads. Default false.
+        public var parksThreadsBetweenPictures = false
 
         public init(scoreThreshold: Float = 0.5, maxResults: Int? = nil, categoryAllowlist: [String]? = nil,
                     categoryDenylist: [String]? = nil, threadCount: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -127,7 +130,9 @@ public final class ObjectDetector {
         }
         self.options = options
         labels = try Labels.find(for: model, modelPath: modelPath, explicit: options.labelsPath)
-        interpreter = try Interpreter(model: model, options: .init(threadCount: options.threadCount, backend: options.backend))
+        var interpreterOptions = Interpreter.Options(threadCount: options.threadCount, backend: options.backend)
+        interpreterOptions.parksThreadsAfterInvoke = options.parksThreadsBetweenPictures
+        interpreter = try Interpreter(model: model, options: interpreterOptions)
         let input = model.subgraph.tensors[model.subgraph.inputs[0]]
         let shape = interpreter.shape(ofTensor: input.index)
         guard shape.count == 4, shape[0] == 1, shape[3] == 3, [.uint8, .int8, .float32].contains(input.type) else {

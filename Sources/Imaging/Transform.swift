@@ -113,29 +113,54 @@ extension Image {
         }
         let xs = coefficients(width, target.width, clampWeights: true), ys = coefficients(height, target.height, clampWeights: false)
         let rowLength = target.width * bpp
+        // Per output value: the two source byte offsets within a row and their weights.
+        var left = [Int](repeating: 0, count: rowLength), right = [Int](repeating: 0, count: rowLength)
+        var w0 = [Int32](repeating: 0, count: rowLength), w1 = [Int32](repeating: 0, count: rowLength)
+        for (x, c) in xs.enumerated() {
+            for k in 0..<bpp {
+                left[x * bpp + k] = c.index * bpp + k
+                right[x * bpp + k] = min(c.index + 1, width - 1) * bpp + k
+                w0[x * bpp + k] = c.w0
+                w1[x * bpp + k] = c.w1
+            }
+        }
+        // Horizontal pass only for the source rows the output needs.
+        var needed = [Bool](repeating: false, count: height)
+        for c in ys {
+            needed[min(max(c.index, 0), height - 1)] = true
+            needed[min(max(c.index + 1, 0), height - 1)] = true
+        }
         var rows = [Int32](repeating: 0, count: height * rowLength)
+        var result = Image(width: target.width, height: target.height, format: format)
         data.withUnsafeBufferPointer { src in
             rows.withUnsafeMutableBufferPointer { rows in
-                for y in 0..<height {
-                    let line = y * strides[0], out = y * rowLength
-                    for (x, c) in xs.enumerated() {
-                        let next = min(c.index + 1, width - 1)
-                        for k in 0..<bpp {
-                            rows[out + x * bpp + k] = Int32(src[line + c.index * bpp + k]) * c.w0 + Int32(src[line + next * bpp + k]) * c.w1
+                left.withUnsafeBufferPointer { left in
+                    right.withUnsafeBufferPointer { right in
+                        w0.withUnsafeBufferPointer { w0 in
+                            w1.withUnsafeBufferPointer { w1 in
+                                for y in 0..<height where needed[y] {
+                                    let line = src.baseAddress! + y * strides[0]
+                                    let out = rows.baseAddress! + y * rowLength
+                                    for i in 0..<rowLength {
+                                        out[i] = Int32(line[left[i]]) &* w0[i] &+ Int32(line[right[i]]) &* w1[i]
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             }
-        }
-        var result = Image(width: target.width, height: target.height, format: format)
-        result.data.withUnsafeMutableBufferPointer { dst in
-            rows.withUnsafeBufferPointer { rows in
-                for (y, c) in ys.enumerated() {
-                    let r0 = min(max(c.index, 0), height - 1) * rowLength, r1 = min(max(c.index + 1, 0), height - 1) * rowLength
-                    for i in 0..<rowLength {
-                        let a = (Int32(Int16(clamping: rows[r0 + i] >> 4)) * c.w0) >> 16
-                        let b = (Int32(Int16(clamping: rows[r1 + i] >> 4)) * c.w1) >> 16
-                        dst[y * rowLength + i] = UInt8(clamping: (Int32(Int16(clamping: a + b)) + 2) >> 2)
+            result.data.withUnsafeMutableBufferPointer { dst in
+                rows.withUnsafeBufferPointer { rows in
+                    for (y, c) in ys.enumerated() {
+                        let r0 = rows.baseAddress! + min(max(c.index, 0), height - 1) * rowLength
+                        let r1 = rows.baseAddress! + min(max(c.index + 1, 0), height - 1) * rowLength
+                        let out = dst.baseAddress! + y * rowLength
+                        for i in 0..<rowLength {
+                            let a = (Int32(Int16(clamping: r0[i] >> 4)) &* c.w0) >> 16
+                            let b = (Int32(Int16(clamping: r1[i] >> 4)) &* c.w1) >> 16
+                            out[i] = UInt8(clamping: (Int32(Int16(clamping: a &+ b)) &+ 2) >> 2)
+                        }
                     }
                 }
             }

@@ -111,9 +111,11 @@ final class CodecContext {
 final class InputContext {
     let pointer: UnsafeMutablePointer<AVFormatContext>
 
-    init(path: String) throws {
+    /// Opens `path`, with an explicit input format name (`video4linux2`) when given.
+    init(path: String, format: String? = nil) throws {
         var context: UnsafeMutablePointer<AVFormatContext>?
-        try FFmpeg.check(avformat_open_input(&context, path, nil, nil)) { .cannotOpen(path: path, reason: $0) }
+        let inputFormat = format.flatMap { av_find_input_format($0) }
+        try FFmpeg.check(avformat_open_input(&context, path, inputFormat, nil)) { .cannotOpen(path: path, reason: $0) }
         guard let context else { throw MediaError.cannotOpen(path: path, reason: "no context") }
         pointer = context
     }
@@ -130,8 +132,8 @@ final class Scaler {
     let source: (width: Int32, height: Int32, format: AVPixelFormat)
     let target: (width: Int32, height: Int32, format: AVPixelFormat)
 
-    init?(from source: (Int32, Int32, AVPixelFormat), to target: (Int32, Int32, AVPixelFormat)) {
-        let flags = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT
+    init?(from source: (Int32, Int32, AVPixelFormat), to target: (Int32, Int32, AVPixelFormat),
+          flags: Int32 = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT) {
         guard let context = sws_getContext(source.0, source.1, source.2, target.0, target.1, target.2, flags, nil, nil, nil) else {
             return nil
         }

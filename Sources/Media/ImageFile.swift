@@ -75,20 +75,26 @@ public enum ImageFile {
             throw MediaError.decodeFailed(path: path, reason: "no conversion from \(String(cString: av_get_pix_fmt_name(format))) to RGB24")
         }
         var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
+        convert(frame, with: scaler, into: &image)
+        return image
+    }
+
+    /// Converts `frame` into `image` (RGB24 of the scaler's target size) with `scaler`.
+    static func convert(_ frame: Frame, with scaler: Scaler, into image: inout Image) {
+        let height = frame.pointer.pointee.height
         image.data.withUnsafeMutableBufferPointer { buffer in
             var planes: [UnsafeMutablePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
-            var strides: [Int32] = [f.width * 3, 0, 0, 0]
+            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
             withUnsafePointer(to: frame.pointer.pointee.data) { data in
                 withUnsafePointer(to: frame.pointer.pointee.linesize) { linesize in
                     data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { sources in
                         linesize.withMemoryRebound(to: Int32.self, capacity: 8) { sourceStrides in
-                            _ = sws_scale(scaler.pointer, sources, sourceStrides, 0, f.height, &planes, &strides)
+                            _ = sws_scale(scaler.pointer, sources, sourceStrides, 0, height, &planes, &strides)
                         }
                     }
                 }
             }
         }
-        return image
     }
 
     /// Image file formats Spotter writes.

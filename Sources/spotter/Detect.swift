@@ -74,11 +74,13 @@ struct DetectorOptions: ParsableArguments {
     }
 
     /// Builds the detector, turning library errors into one line that says what to do.
-    func makeDetector() throws -> ObjectDetector {
+    /// - Parameter pipelined: other threads decode and encode (video): let inference threads sleep between frames.
+    func makeDetector(pipelined: Bool = false) throws -> ObjectDetector {
         let path = try modelPath
         guard FileManager.default.fileExists(atPath: path) else { throw ValidationError("no model at \(path): check --model") }
         var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize.mode, labelsPath: labels)
         if let threads { options.threadCount = threads }
+        options.parksThreadsBetweenPictures = pipelined
         if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let mean, let std { options.normalization = .init(mean: [mean], std: [std]) }
         do {

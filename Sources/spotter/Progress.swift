@@ -13,6 +13,8 @@ final class ProgressBar {
         self.enabled = enabled && isatty(STDERR_FILENO) != 0
     }
 
+    deinit { finish() }
+
     /// Shows `done` of `total` with rate and time left.
     func update(_ done: Int, note: String = "") {
         guard enabled else { return }
@@ -24,6 +26,13 @@ final class ProgressBar {
         let line = String(format: "[%@] %d/%d %3.0f%% %.1f/s ETA %.0fs %@", bar, done, total,
                           100 * Double(done) / Double(max(total, 1)), rate, eta, String(note.prefix(30)))
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        drawn = true
+    }
+
+    /// Shows a free-form status line (live sources have no total).
+    func status(_ text: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + String(text.prefix(120))).utf8))
         drawn = true
     }
 

@@ -8,9 +8,11 @@ struct Spotter: AsyncParsableCommand {
         discussion: """
             Examples:
               spotter detect photo.jpg --save-dir annotated/
+              spotter video street.mp4 --output boxes.mp4
+              spotter record doorbell.mp4 --album ~/Clips
               spotter inspect ../shared/models/coco-ssd-mobilenet-v1/detect.tflite
               spotter run detect.tflite --input frame.npy --output-dir out/
             """,
-        subcommands: [Detect.self, Inspect.self, Run.self, Bench.self]
+        subcommands: [Detect.self, Video.self, Record.self, Inspect.self, Run.self, Bench.self]
     )
 }

@@ -35,6 +35,13 @@ final class ThreadPool {
     deinit {
         if let handle { pthreadpool_destroy(handle) }
     }
+
+    /// Lets the worker threads sleep until the next job instead of spinning, so the cores go to
+    /// other work between invokes (decoding and encoding threads of a video pipeline).
+    func park() {
+        guard let handle else { return }
+        pthreadpool_parallelize_1d(handle, { _, _ in }, nil, pthreadpool_get_threads_count(handle), UInt32(PTHREADPOOL_FLAG_YIELD_WORKERS))
+    }
 }
 
 /// One XNNPACK operator: created (weights packed) at load, set up once with the arena's fixed

@@ -1,0 +1,148 @@
+internal import CFFmpeg
+import Foundation
+import Imaging
+
+/// A decoded video frame: upright RGB24 pixels and its time in seconds from the stream's start.
+public struct VideoFrame: Sendable {
+    public var image: Image
+    /// Seconds since the stream's first timestamp (its PTS, not the frame index).
+    public var time: Double
+    /// Position in decoding order, from 0.
+    public var index: Int
+}
+
+/// Reads frames from a video file, a network stream (rtsp, http(s), udp/rtp, hls) or a V4L2
+/// camera (`/dev/videoN`), applying the stream's display rotation so frames are upright.
+///
+/// Not thread-safe: use one reader from one thread.
+public final class VideoReader {
+    /// What is known about the stream before decoding.
+    public struct Info: Sendable {
+        public var width: Int
+        public var height: Int
+        /// Average frame rate, when the container states one.
+        public var frameRate: Double?
+        /// Seconds, for files.
+        public var duration: Double?
+        /// Frames, when the container states it.
+        public var frameCount: Int?
+        /// Live sources (cameras, network streams without a duration) deliver frames in real time.
+        public var isLive: Bool
+        /// How stored frames are turned upright (from the stream's display matrix).
+        public var orientation: Orientation
+        public var codec: String
+    }
+
+    public let path: String
+    public let info: Info
+    private let input: InputContext
+    private let decoder: CodecContext
+    private let streamIndex: Int32
+    private let timeBase: Double
+    private var startPTS: Int64?
+    private let packet = Packet()
+    private let frame = Frame()
+    private var scaler: Scaler?
+    private var draining = false
+    private var finished = false
+    private var nextIndex = 0
+
+    /// Opens `path` (a file, URL or `/dev/videoN`).
+    ///
+    /// - Parameter decoderThreads: threads FFmpeg's decoder may use (default 1, so the other cores
+    ///   stay free for detection and encoding).
+    /// - Throws: ``MediaError``.
+    public init(path: String, decoderThreads: Int = 1) throws {
+        FFmpeg.quietLogs()
+        self.path = path
+        let isDevice = path.hasPrefix("/dev/video")
+        if isDevice { avdevice_register_all() }
+        avformat_network_init()
+        input = try InputContext(path: path, format: isDevice ? "video4linux2" : nil)
+        try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .cannotOpen(path: path, reason: $0) }
+        let index = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        guard index >= 0, let stream = input.pointer.pointee.streams[Int(index)] else { throw MediaError.noVideoStream(path: path) }
+        streamIndex = index
+        let parameters = stream.pointee.codecpar!
+        guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
+            throw MediaError.unsupportedCodec(path: path, codec: String(cString: avcodec_get_name(parameters.pointee.codec_id)))
+        }
+        decoder = CodecContext(codec: codec)
+        try FFmpeg.check(avcodec_parameters_to_context(decoder.pointer, parameters)) { .cannotOpen(path: path, reason: $0) }
+        decoder.pointer.pointee.thread_count = Int32(max(1, decoderThreads))
+        try FFmpeg.check(avcodec_open2(decoder.pointer, codec, nil)) { .cannotOpen(path: path, reason: $0) }
+        timeBase = av_q2d(stream.pointee.time_base)
+
+        var rotation = 0
+        if let matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, nil) {
+            let degrees = av_display_rotation_get(UnsafeRawPointer(matrix).assumingMemoryBound(to: Int32.self))
+            if degrees.isFinite { rotation = Int((-degrees).rounded()) }
+        }
+        let rate = stream.pointee.avg_frame_rate.den > 0 ? av_q2d(stream.pointee.avg_frame_rate) : nil
+        let containerDuration = input.pointer.pointee.duration
+        let duration = containerDuration > 0 ? Double(containerDuration) / Double(AV_TIME_BASE) : nil
+        let scheme = path.split(separator: ":").first.map { String($0).lowercased() } ?? ""
+        let live = isDevice || ["rtsp", "rtmp", "udp", "rtp", "srt", "tcp"].contains(scheme) || (duration == nil && scheme.hasPrefix("http"))
+        info = Info(
+            width: Int(parameters.pointee.width), height: Int(parameters.pointee.height),
+            frameRate: rate.flatMap { $0 > 0 && $0 < 1000 ? $0 : nil }, duration: duration,
+            frameCount: stream.pointee.nb_frames > 0 ? Int(stream.pointee.nb_frames) : nil,
+            isLive: live, orientation: Orientation(rotation: rotation),
+            codec: String(cString: avcodec_get_name(parameters.pointee.codec_id)))
+    }
+
+    /// Decodes the next frame; nil at the end of the stream.
+    ///
+    /// - Throws: ``MediaError/decodeFailed(path:reason:)`` when the input is damaged; frames before
+    ///   the damage have been returned.
+    public func nextFrame() throws -> VideoFrame? {
+        while !finished {
+            let received = avcodec_receive_frame(decoder.pointer, frame.pointer)
+            if received == 0 { return try deliver() }
+            if received == FFmpeg.eof {
+                finished = true
+                break
+            }
+            guard received == FFmpeg.eagain else { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(received)) }
+            if draining { finished = true; break }
+            let status = av_read_frame(input.pointer, packet.pointer)
+            if status == FFmpeg.eof {
+                draining = true
+                avcodec_send_packet(decoder.pointer, nil)
+                continue
+            }
+            guard status >= 0 else { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(status)) }
+            defer { av_packet_unref(packet.pointer) }
+            guard packet.pointer.pointee.stream_index == streamIndex else { continue }
+            let sent = avcodec_send_packet(decoder.pointer, packet.pointer)
+            if sent < 0 && sent != FFmpeg.eagain {
+                throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(sent))
+            }
+        }
+        return nil
+    }
+
+    private func deliver() throws -> VideoFrame {
+        defer { av_frame_unref(frame.pointer) }
+        let f = frame.pointer.pointee
+        let pts = f.best_effort_timestamp != Int64.min ? f.best_effort_timestamp : f.pts
+        var time = Double(nextIndex) / (info.frameRate ?? 25)
+        if pts != Int64.min {
+            if startPTS == nil { startPTS = pts }
+            time = Double(pts - startPTS!) * timeBase
+        }
+        let format = AVPixelFormat(rawValue: f.format)
+        if scaler == nil || scaler!.source != (f.width, f.height, format) {
+            // Bicubic, as OpenCV's FFmpeg capture converts to BGR, so frames match the peer's.
+            guard let made = Scaler(from: (f.width, f.height, format), to: (f.width, f.height, AV_PIX_FMT_RGB24), flags: SWS_BICUBIC) else {
+                throw MediaError.decodeFailed(path: path, reason: "no conversion from \(String(cString: av_get_pix_fmt_name(format))) to RGB24")
+            }
+            scaler = made
+        }
+        var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
+        ImageFile.convert(frame, with: scaler!, into: &image)
+        if info.orientation != .up { image = image.oriented(info.orientation) }
+        nextIndex += 1
+        return VideoFrame(image: image, time: time, index: nextIndex - 1)
+    }
+}

@@ -1,0 +1,89 @@
+/// Decides which frames go into which clip: a clip opens at the first frame with a match, keeps
+/// every frame while `t - t(last match) <= postRoll` (video time), and the first frame past that
+/// closes it; a later match opens a new clip. With a pre-roll, the frames of the `preRoll` seconds
+/// before the opening match are kept in a bounded ring buffer and written first.
+///
+/// ```
+///                 match (write pre-roll, then the frame)
+///        ┌──────┐ ─────────────────────────────────────▶ ┌───────────┐
+///  ─────▶│ idle │                                        │ recording │──┐ t - lastMatch <= postRoll:
+///        └──────┘ ◀───────────────────────────────────── └───────────┘◀─┘ write (a match moves lastMatch)
+///          │  ▲     t - lastMatch > postRoll: close,
+///          └──┘     and reopen at once if this frame matches
+///     no match: keep in the pre-roll buffer
+/// ```
+///
+/// Generic over the frame payload so it can be tested with plain values. Not thread-safe.
+public struct ClipRecorder<Payload> {
+    public struct Policy: Sendable, Equatable {
+        /// Seconds of video time kept after the last match. Default 5.
+        public var postRoll: Double = 5
+        /// Seconds of video time kept before the first match. Default 0.
+        public var preRoll: Double = 0
+        /// Most frames the pre-roll buffer holds, whatever the frame rate. Default 600.
+        public var maxPreRollFrames: Int = 600
+
+        public init(postRoll: Double = 5, preRoll: Double = 0, maxPreRollFrames: Int = 600) {
+            self.postRoll = postRoll
+            self.preRoll = preRoll
+            self.maxPreRollFrames = maxPreRollFrames
+        }
+    }
+
+    public enum Action {
+        /// Start a new clip whose first frame is at `start` (source seconds).
+        case open(start: Double)
+        case write(Payload, time: Double)
+        /// The current clip ends; its last frame was at `end`.
+        case close(end: Double)
+    }
+
+    public let policy: Policy
+    public private(set) var isRecording = false
+    private var lastMatch = 0.0
+    private var lastWritten = 0.0
+    private var buffer: [(payload: Payload, time: Double)] = []
+    /// Tolerance so a frame exactly `postRoll` after the match is still written despite rounding.
+    private let epsilon = 1e-9
+
+    public init(policy: Policy = Policy()) {
+        self.policy = policy
+    }
+
+    /// Feeds the next frame (times must not decrease) and returns what to do with it.
+    public mutating func feed(_ payload: Payload, time: Double, matched: Bool) -> [Action] {
+        var actions: [Action] = []
+        if isRecording, time - lastMatch > policy.postRoll + epsilon {
+            actions.append(.close(end: lastWritten))
+            isRecording = false
+        }
+        if matched {
+            lastMatch = time
+            if !isRecording {
+                isRecording = true
+                let preRoll = buffer.filter { time - $0.time <= policy.preRoll + epsilon }
+                actions.append(.open(start: preRoll.first?.time ?? time))
+                actions += preRoll.map { .write($0.payload, time: $0.time) }
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        if isRecording {
+            actions.append(.write(payload, time: time))
+            lastWritten = time
+        } else if policy.preRoll > 0 {
+            buffer.append((payload, time))
+            while let first = buffer.first, time - first.time > policy.preRoll + epsilon || buffer.count > policy.maxPreRollFrames {
+                buffer.removeFirst()
+            }
+        }
+        return actions
+    }
+
+    /// Ends the stream: closes an open clip.
+    public mutating func finish() -> [Action] {
+        buffer.removeAll()
+        guard isRecording else { return [] }
+        isRecording = false
+        return [.close(end: lastWritten)]
+    }
+}

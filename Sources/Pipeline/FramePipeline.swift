@@ -1,0 +1,268 @@
+import Detection
+import Foundation
+import Imaging
+import Media
+
+/// A blocking queue of bounded capacity between two pipeline threads. With `keepLatest`, a push
+/// on a full queue replaces the oldest element instead of waiting (live sources), counting drops.
+final class BoundedQueue<Element>: @unchecked Sendable {
+    // Every stored property is guarded by `condition`; this is the one synchronization point
+    // between the pipeline's threads.
+    private let condition = NSCondition()
+    private var items: [Element] = []
+    private var closed = false
+    private let capacity: Int
+    private let keepLatest: Bool
+    private(set) var dropped = 0
+
+    init(capacity: Int, keepLatest: Bool = false) {
+        self.capacity = capacity
+        self.keepLatest = keepLatest
+    }
+
+    /// Adds `item`, waiting for room (or dropping the oldest with `keepLatest`); false once closed.
+    @discardableResult
+    func push(_ item: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while !closed && items.count >= capacity {
+            if keepLatest {
+                items.removeFirst()
+                dropped += 1
+            } else {
+                condition.wait()
+            }
+        }
+        guard !closed else { return false }
+        items.append(item)
+        condition.broadcast()
+        return true
+    }
+
+    /// The next item, waiting for one; nil when closed and empty.
+    func pop() -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty && !closed { condition.wait() }
+        guard !items.isEmpty else { return nil }
+        let item = items.removeFirst()
+        condition.broadcast()
+        return item
+    }
+
+    /// No more pushes; pops drain what is left.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var droppedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return dropped
+    }
+}
+
+/// A frame with what the detector found in it.
+public struct DetectedFrame: Sendable {
+    public var frame: VideoFrame
+    /// Nil for frames skipped by `every` (they reuse the last detections when drawn).
+    public var detections: [Detection]?
+    public var inferenceMilliseconds: Double
+}
+
+/// Counters of a pipeline run.
+public struct PipelineStats: Sendable, Codable {
+    public var received = 0
+    public var processed = 0
+    public var dropped = 0
+    public var elapsed: Double = 0
+    public var inferenceMilliseconds: Double = 0
+
+    public var fps: Double { elapsed > 0 ? Double(processed) / elapsed : 0 }
+}
+
+/// Runs decode, detect, and a consumer (draw and encode, or the recorder) on separate threads
+/// with small bounded queues, so memory stays flat however long the input is.
+///
+/// Files: every frame is decoded and passed on (every `every`-th is detected). Live sources: the
+/// reader keeps only the newest frame; frames that arrive while the detector is busy are dropped
+/// and counted (one frame in flight).
+public final class FramePipeline {
+    public struct Options: Sendable {
+        /// Detect every N-th frame of a file (others reuse the last detections). Default 1.
+        public var every: Int = 1
+        /// Treat the input as live (drop frames while busy). Default: what the reader reports.
+        public var live: Bool?
+        /// Frames buffered between stages. Default 4.
+        public var queueCapacity: Int = 4
+
+        public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 4) {
+            self.every = every
+            self.live = live
+            self.queueCapacity = queueCapacity
+        }
+    }
+
+    public let reader: VideoReader
+    public let options: Options
+    /// Set to stop reading; frames already read are still processed (used for SIGINT/SIGTERM).
+    public let stopRequested = StopFlag()
+
+    public init(reader: VideoReader, options: Options = Options()) {
+        self.reader = reader
+        self.options = options
+    }
+
+    /// Runs to the end of the input (or a stop request). `detect` runs on the calling thread;
+    /// `consume` on a thread of its own, in frame order; `progress` on the calling thread.
+    ///
+    /// - Throws: the first error of decoding or consuming; frames before it were consumed.
+    public func run(detect: (VideoFrame) throws -> [Detection], consume: @escaping @Sendable (DetectedFrame) throws -> Void,
+                    progress: (PipelineStats) -> Void) throws -> PipelineStats {
+        let live = options.live ?? reader.info.isLive
+        let decoded = BoundedQueue<VideoFrame>(capacity: live ? 1 : options.queueCapacity, keepLatest: live)
+        let detected = BoundedQueue<DetectedFrame>(capacity: options.queueCapacity)
+        let readError = ErrorBox(), consumeError = ErrorBox()
+        let reader = UncheckedReader(reader: self.reader)
+        let stop = stopRequested
+        let received = Counter()
+
+        let decodeThread = Thread {
+            do {
+                while !stop.isSet, let frame = try reader.reader.nextFrame() {
+                    received.increment()
+                    guard decoded.push(frame) else { break }
+                }
+            } catch {
+                readError.set(error)
+            }
+            decoded.close()
+        }
+        decodeThread.name = "spotter.decode"
+        let done = DispatchSemaphore(value: 0)
+        let consumeThread = Thread {
+            while let item = detected.pop() {
+                do { try consume(item) } catch {
+                    consumeError.set(error)
+                    stop.set()
+                    break
+                }
+            }
+            // Keep draining so the detector never blocks on a full queue after an error.
+            while detected.pop() != nil {}
+            done.signal()
+        }
+        consumeThread.name = "spotter.consume"
+        decodeThread.start()
+        consumeThread.start()
+
+        var stats = PipelineStats()
+        let start = ContinuousClock.now
+        var lastReport = start
+        var index = 0
+        while let frame = decoded.pop() {
+            var detections: [Detection]? = nil
+            var milliseconds = 0.0
+            if live || index % max(1, options.every) == 0 {
+                let clock = ContinuousClock.now
+                detections = try detect(frame)
+                let elapsed = ContinuousClock.now - clock
+                milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                stats.inferenceMilliseconds = milliseconds
+            }
+            index += 1
+            stats.processed += 1
+            guard detected.push(DetectedFrame(frame: frame, detections: detections, inferenceMilliseconds: milliseconds)) else { break }
+            let now = ContinuousClock.now
+            if now - lastReport > .milliseconds(500) {
+                lastReport = now
+                stats.received = received.value
+                stats.dropped = decoded.droppedCount
+                stats.elapsed = Self.seconds(now - start)
+                progress(stats)
+            }
+            if consumeError.error != nil { break }
+        }
+        stop.set()
+        decoded.close()
+        detected.close()
+        done.wait()
+        while decodeThread.isExecuting { usleep(1000) }
+        stats.received = received.value
+        stats.dropped = decoded.droppedCount
+        stats.elapsed = Self.seconds(ContinuousClock.now - start)
+        if let error = consumeError.error { throw error }
+        if let error = readError.error { throw error }
+        return stats
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// A flag one thread sets and others read.
+public final class StopFlag: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var value = false
+
+    public init() {}
+
+    public func set() {
+        lock.lock()
+        value = true
+        lock.unlock()
+    }
+
+    public var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+}
+
+/// The first error of a thread, read after it finished.
+final class ErrorBox: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: Error?
+
+    func set(_ error: Error) {
+        lock.lock()
+        if stored == nil { stored = error }
+        lock.unlock()
+    }
+
+    var error: Error? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+}
+
+/// Hands the reader to the decode thread, which is then its only user until `run` returns.
+private struct UncheckedReader: @unchecked Sendable {
+    let reader: VideoReader
+}

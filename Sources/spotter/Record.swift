@@ -1,0 +1,116 @@
+import ArgumentParser
+import Detection
+import Foundation
+import Media
+import Pipeline
+
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record a clip whenever a person (or another class) appears, into an album.",
+        discussion: """
+            A clip starts at the first frame with a matching detection and stops once --post-roll
+            seconds of video time pass without one; a later match starts a new clip. Clips are H.264
+            MP4 with boxes drawn, each with a thumbnail of its best frame and an entry in the album's
+            index (DIR/index.sqlite). Ctrl-C finishes the open clip before exiting.
+
+            Examples:
+              spotter record doorbell.mp4 --album ~/Clips
+              spotter record rtsp://camera.local/stream --album ~/Clips --classes person,dog --pre-roll 2
+              spotter record street.mp4 --album clips/ --json | jq 'select(.event == "clip_finished")'
+            """)
+
+    @Argument(help: "A video file, stream URL or /dev/videoN.")
+    var input: String
+
+    @Option(help: "Folder for clips, thumbnails and index.sqlite (created if needed).")
+    var album: String
+
+    @OptionGroup var detector: DetectorOptions
+
+    @Option(help: "Seconds of video time to keep recording after the last match.")
+    var postRoll: Double = 5
+
+    @Option(help: "Seconds of video before the first match to include.")
+    var preRoll: Double = 0
+
+    @Flag(help: "Record the frames without boxes.")
+    var noBoxes = false
+
+    @Flag(help: "Print one JSON line per event: clip_started, clip_finished, progress.")
+    var json = false
+
+    @Option(help: "libx264 preset for the clips.")
+    var preset = "superfast"
+
+    func validate() throws {
+        guard postRoll >= 0, preRoll >= 0 else { throw ValidationError("--post-roll and --pre-roll cannot be negative") }
+    }
+
+    func run() throws {
+        var options = detector
+        if options.classes == nil { options.classes = "person" }
+        let detector = try options.makeDetector(pipelined: true)
+        let reader: VideoReader
+        do { reader = try VideoReader(path: input) } catch { throw ValidationError("\(error)") }
+        let info = reader.info
+        let albumStore = try Album(directory: URL(fileURLWithPath: album))
+        let json = self.json
+        let emit: @Sendable (String) -> Void = { line in
+            print(line)
+            fflush(nil)
+        }
+        let session = try ClipSession(
+            album: albumStore, source: input,
+            options: .init(policy: .init(postRoll: postRoll, preRoll: preRoll), drawBoxes: !noBoxes,
+                           frameRate: info.frameRate ?? 25, preset: preset),
+            events: { event in
+                switch event {
+                case .clipStarted(let path, let start):
+                    if json { emit(ResultEncoding.serialize(["event": "clip_started", "path": path, "start": start])) }
+                case .clipFinished(let entry):
+                    if json {
+                        emit(ResultEncoding.serialize([
+                            "event": "clip_finished", "path": entry.clip, "start": entry.start, "end": entry.end,
+                            "frames": entry.frames, "duration": entry.duration, "labels": entry.labels,
+                            "best_score": entry.bestScore, "thumbnail": entry.thumbnail ?? ""]))
+                    } else {
+                        emit(String(format: "%@  %.1f-%.1f s  %d frames  %@ (best %.2f)", entry.clip, entry.start, entry.end,
+                                    entry.frames, entry.labels, entry.bestScore))
+                    }
+                }
+            })
+        let pipeline = FramePipeline(reader: reader)
+        let interruption = Interruption(stopping: pipeline.stopRequested)
+        let bar = ProgressBar(total: info.frameCount ?? 0, enabled: !json)
+        var lastProgress = Date.distantPast
+        let stats: PipelineStats
+        do {
+            stats = try pipeline.run(
+                detect: { try detector.detect($0.image).detections },
+                consume: { try session.consume($0) },
+                progress: { stats in
+                    reportProgress(bar, stats, info: info)
+                    if json, Date().timeIntervalSince(lastProgress) >= 2 {
+                        lastProgress = Date()
+                        emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
+                                                       "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
+                                                       "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
+                    }
+                })
+        } catch {
+            bar.finish()
+            try? session.finish()
+            throw ValidationError("\(input): \(error) (clips finished before the problem are in \(album))")
+        }
+        try session.finish()
+        bar.finish()
+        let summary = String(format: "%d frames in %.1f s (%.1f fps), %d dropped; album: %@", stats.processed, stats.elapsed, stats.fps, stats.dropped, album)
+        if json {
+            emit(ResultEncoding.serialize(["event": "finished", "processed": stats.processed, "dropped": stats.dropped,
+                                           "fps": (stats.fps * 10).rounded() / 10, "interrupted": interruption.signalled != nil]))
+        } else {
+            FileHandle.standardError.write(Data((summary + "\n").utf8))
+        }
+        if interruption.signalled != nil { throw ExitCode(130) }
+    }
+}

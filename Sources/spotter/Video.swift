@@ -1,0 +1,138 @@
+import ArgumentParser
+import Detection
+import Foundation
+import Imaging
+import Media
+import Pipeline
+
+/// Stops a pipeline on SIGINT and SIGTERM, so open files are finished before exiting.
+final class Interruption {
+    private var sources: [DispatchSourceSignal] = []
+    private(set) var signalled: Int32?
+
+    init(stopping flag: StopFlag) {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in
+                self?.signalled = number
+                flag.set()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
+
+/// Progress of a video run on standard error (only on a terminal).
+func reportProgress(_ bar: ProgressBar, _ stats: PipelineStats, info: VideoReader.Info) {
+    let note = String(format: "%.1f fps, %.1f ms inference", stats.fps, stats.inferenceMilliseconds)
+    if info.isLive {
+        bar.status("received \(stats.received), processed \(stats.processed), dropped \(stats.dropped), " + note)
+    } else {
+        bar.update(stats.processed, note: note)
+    }
+}
+
+struct Video: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a video with the detections drawn on every frame.",
+        discussion: """
+            Reads files (mp4, mov, mkv, avi, webm), network streams (rtsp, http(s), udp/rtp, hls) and
+            cameras (/dev/videoN); writes H.264 MP4 (index at the front, plays in browsers).
+
+            Examples:
+              spotter video street.mp4 --output street-boxes.mp4
+              spotter video street.mp4 --output out.mp4 --classes person,car --jsonl detections.jsonl
+              spotter video rtsp://camera.local/stream --output live.mp4 --every 1
+            """)
+
+    @Argument(help: "A video file, stream URL or /dev/videoN.")
+    var input: String
+
+    @Option(help: "The annotated MP4 to write.")
+    var output: String
+
+    @OptionGroup var detector: DetectorOptions
+
+    @Option(help: "Also write one JSON line per processed frame: {frame, t, detections}.")
+    var jsonl: String?
+
+    @Option(help: "Detect every N-th frame (the others keep the last boxes).")
+    var every = 1
+
+    @Option(help: "libx264 preset: ultrafast ... veryslow.")
+    var preset = "superfast"
+
+    func validate() throws {
+        guard every >= 1 else { throw ValidationError("--every must be at least 1") }
+    }
+
+    func run() throws {
+        let detector = try self.detector.makeDetector(pipelined: true)
+        let reader: VideoReader
+        do { reader = try VideoReader(path: input) } catch { throw ValidationError("\(error)") }
+        let info = reader.info
+        let writer = try VideoWriter(path: output, width: info.orientation.uprightSize(Size(width: info.width, height: info.height)).width,
+                                     height: info.orientation.uprightSize(Size(width: info.width, height: info.height)).height,
+                                     options: .init(frameRate: info.frameRate ?? 25, preset: preset))
+        let annotator = try Annotator()
+        let lines: FileHandle?
+        if let jsonl {
+            FileManager.default.createFile(atPath: jsonl, contents: nil)
+            lines = FileHandle(forWritingAtPath: jsonl)
+        } else {
+            lines = nil
+        }
+        let pipeline = FramePipeline(reader: reader, options: .init(every: every))
+        let interruption = Interruption(stopping: pipeline.stopRequested)
+        let bar = ProgressBar(total: info.frameCount ?? 0, enabled: true)
+        let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines)
+        var stats: PipelineStats
+        do {
+            stats = try pipeline.run(detect: { try detector.detect($0.image).detections },
+                                     consume: { try sink.consume($0) },
+                                     progress: { reportProgress(bar, $0, info: info) })
+        } catch {
+            bar.finish()
+            try? writer.finish()
+            throw ValidationError("\(input): \(error) (frames before the problem were written to \(output))")
+        }
+        try writer.finish()
+        try lines?.close()
+        bar.finish()
+        stats.elapsed = max(stats.elapsed, 1e-9)
+        FileHandle.standardError.write(Data(String(format: "%@: %d frames in %.1f s (%.1f fps)%@\n", output, stats.processed, stats.elapsed, stats.fps,
+                                                    interruption.signalled != nil ? ", interrupted" : "").utf8))
+        if interruption.signalled != nil { throw ExitCode(130) }
+    }
+}
+
+/// The consumer of `spotter video`: draws, encodes, and writes JSON lines, on the consume thread.
+final class AnnotatingSink: @unchecked Sendable {
+    // Used only from the pipeline's consume thread.
+    private let writer: VideoWriter
+    private let annotator: Annotator
+    private let lines: FileHandle?
+    private var last: [Detection] = []
+
+    init(writer: VideoWriter, annotator: Annotator, lines: FileHandle?) {
+        self.writer = writer
+        self.annotator = annotator
+        self.lines = lines
+    }
+
+    func consume(_ item: DetectedFrame) throws {
+        if let detections = item.detections {
+            last = detections
+            if let lines {
+                let object: [String: Any] = ["frame": item.frame.index, "t": (item.frame.time * 1000).rounded() / 1000,
+                                             "detections": detections.map(ResultEncoding.detectionObject)]
+                lines.write(Data((ResultEncoding.serialize(object) + "\n").utf8))
+            }
+        }
+        var image = item.frame.image
+        annotator.draw(last, on: &image)
+        try writer.write(image, time: item.frame.time)
+    }
+}
