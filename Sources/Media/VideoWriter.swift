@@ -14,8 +14,9 @@ public final class VideoWriter {
         public var preset: String = "veryfast"
         /// libx264 constant rate factor, 0 (lossless) to 51. Default 23.
         public var crf: Int = 23
-        /// Fragmented MP4 (`frag_keyframe+empty_moov`): readable even if the process is killed
-        /// mid-write. Otherwise the index is moved to the front (`faststart`) when finishing.
+        /// Fragmented MP4 (`frag_keyframe+empty_moov`, a keyframe and a fragment every second, every
+        /// packet flushed to the file): readable even if the process is killed mid-write, losing at
+        /// most the last second. Otherwise the index is moved to the front (`faststart`) when finishing.
         public var fragmented: Bool = false
         /// Encoder threads. Default 1.
         public var threads: Int = 1
@@ -66,7 +67,7 @@ public final class VideoWriter {
         e.pointee.pix_fmt = AV_PIX_FMT_YUV420P
         e.pointee.time_base = Self.timeBase
         e.pointee.framerate = av_d2q(options.frameRate, 100_000)
-        e.pointee.gop_size = Int32(max(1, (options.frameRate * 2).rounded()))
+        e.pointee.gop_size = Int32(max(1, (options.frameRate * (options.fragmented ? 1 : 2)).rounded()))
         e.pointee.thread_count = Int32(max(1, options.threads))
         if output.pointer.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 {
             e.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
@@ -82,10 +83,12 @@ public final class VideoWriter {
         stream.pointee.avg_frame_rate = e.pointee.framerate
         try FFmpeg.check(avcodec_parameters_from_context(stream.pointee.codecpar, e)) { .encodeFailed(path: path, reason: $0) }
         try output.open()
+        if options.fragmented { output.pointer.pointee.flags |= AVFMT_FLAG_FLUSH_PACKETS }
         var muxOptions: OpaquePointer? = nil
         av_dict_set(&muxOptions, "movflags", options.fragmented ? "+frag_keyframe+empty_moov+default_base_moof" : "+faststart", 0)
         defer { av_dict_free(&muxOptions) }
         try FFmpeg.check(avformat_write_header(output.pointer, &muxOptions)) { .cannotWrite(path: path, reason: $0) }
+        avio_flush(output.pointer.pointee.pb)
 
         frame.pointer.pointee.width = Int32(self.width)
         frame.pointer.pointee.height = Int32(self.height)

@@ -1,0 +1,236 @@
+import Detection
+import Foundation
+import Imaging
+import Media
+import Pipeline
+import Testing
+import TestSupport
+
+/// Facts ffprobe reports about a video file.
+struct Probe {
+    var codec: String
+    var pixelFormat: String
+    var frames: Int
+    var duration: Double
+    var frameRate: Double
+
+    init(_ path: String) throws {
+        let out = try run("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                      "stream=codec_name,pix_fmt,nb_read_frames,avg_frame_rate:format=duration", "-of", "json", path])
+        let json = try JSONSerialization.jsonObject(with: Data(out.utf8)) as! [String: Any]
+        let stream = (json["streams"] as! [[String: Any]])[0]
+        codec = stream["codec_name"] as! String
+        pixelFormat = stream["pix_fmt"] as! String
+        frames = Int(stream["nb_read_frames"] as! String)!
+        let rate = (stream["avg_frame_rate"] as! String).split(separator: "/").compactMap { Double($0) }
+        frameRate = rate.count == 2 && rate[1] > 0 ? rate[0] / rate[1] : 0
+        duration = Double(((json["format"] as! [String: Any])["duration"] as? String) ?? "0") ?? 0
+    }
+}
+
+func temporaryDirectory(_ name: String) throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-\(name)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+@Suite(.serialized) struct RecordingTests {
+    static let video = Fixtures.shared.appendingPathComponent("videos/one-by-one-person-detection.mp4").path
+
+    static func personDetector() throws -> ObjectDetector {
+        var options = ObjectDetector.Options(categoryAllowlist: ["person"])
+        options.parksThreadsBetweenPictures = true
+        return try ObjectDetector(modelPath: Fixtures.detectModel.path, options: options)
+    }
+
+    @Test func recordingTheSharedVideoGivesTheFourClipsOfTheReference() throws {
+        let directory = try temporaryDirectory("album")
+        let album = try Album(directory: directory)
+        let detector = try Self.personDetector()
+        let reader = try VideoReader(path: Self.video)
+        let session = try ClipSession(album: album, source: Self.video, options: .init(frameRate: reader.info.frameRate ?? 10), events: { _ in })
+        _ = try FramePipeline(reader: reader).run(detect: { try detector.detect($0.image).detections },
+                                                  consume: { try session.consume($0) }, progress: { _ in })
+        try session.finish()
+
+        let clips = try album.clips()
+        let expected: [(Double, Double)] = [(6.2, 49.4), (50.4, 74.4), (74.5, 91.3), (92.5, 139.3)]
+        #expect(clips.count == 4)
+        for (clip, (start, end)) in zip(clips, expected) {
+            #expect(abs(clip.start - start) <= 0.5 && abs(clip.end - end) <= 0.5, "\(clip.clip): \(clip.start)-\(clip.end)")
+            let probe = try Probe(directory.appendingPathComponent(clip.clip).path)
+            #expect(probe.codec == "h264" && probe.pixelFormat == "yuv420p")
+            #expect(probe.frames == clip.frames)
+            #expect(abs(probe.duration * 10 - Double(probe.frames)) <= 1.5, "duration \(probe.duration) for \(probe.frames) frames")
+            #expect(clip.labels == "person" && clip.bestScore >= 0.5)
+            // The thumbnail is the clip's best frame, with its boxes in the person colour.
+            let thumbnail = try ImageFile.decode(directory.appendingPathComponent(try #require(clip.thumbnail)).path).stored
+            #expect(Self.pixels(near: Color.forClass(0), in: thumbnail) > 500)
+        }
+        // The index as SQLite itself reads it.
+        let rows = try run("sqlite3", [directory.appendingPathComponent("index.sqlite").path, "select start, \"end\", frames from clips order by clip"])
+        #expect(rows.split(separator: "\n").count == 4)
+        #expect(rows.hasPrefix("6.2|49.4|433"))
+    }
+
+    static func pixels(near color: Color, in image: Image) -> Int {
+        var count = 0
+        for i in stride(from: 0, to: image.data.count, by: 3)
+        where abs(Int(image.data[i]) - Int(color.red)) < 40 && abs(Int(image.data[i + 1]) - Int(color.green)) < 40 && abs(Int(image.data[i + 2]) - Int(color.blue)) < 40 {
+            count += 1
+        }
+        return count
+    }
+
+    @Test func clipNamesSortByTimeAndNeverCollideAcrossRuns() throws {
+        let directory = try temporaryDirectory("names")
+        var names: [String] = []
+        for _ in 0..<2 {
+            let album = try Album(directory: directory)
+            for _ in 0..<2 {
+                let name = album.nextClipNames().clip
+                FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: Data())
+                names.append(name)
+                Thread.sleep(forTimeInterval: 0.002)
+            }
+        }
+        #expect(Set(names).count == 4 && names == names.sorted())
+    }
+
+    @Test func annotatedVideoIsH264WithTheIndexAtTheFront() throws {
+        let directory = try temporaryDirectory("video")
+        let output = directory.appendingPathComponent("out.mp4").path
+        let source = Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path
+        let reader = try VideoReader(path: source)
+        let writer = try VideoWriter(path: output, width: reader.info.width, height: reader.info.height, options: .init(frameRate: reader.info.frameRate ?? 30))
+        var frames = 0
+        while let frame = try reader.nextFrame() {
+            try writer.write(frame.image, time: frame.time)
+            frames += 1
+        }
+        try writer.finish()
+        let probe = try Probe(output)
+        #expect(probe.codec == "h264" && probe.pixelFormat == "yuv420p" && probe.frames == frames)
+        let bytes = try Fixtures.bytes(URL(fileURLWithPath: output))
+        let moov = try #require(AutoMLAndFileFormat.find(Array("moov".utf8), in: bytes))
+        let mdat = try #require(AutoMLAndFileFormat.find(Array("mdat".utf8), in: bytes))
+        #expect(moov < mdat, "faststart puts moov before mdat")
+    }
+
+    @Test func damagedInputStopsWithAnErrorAfterTheFramesBeforeIt() throws {
+        let directory = try temporaryDirectory("damaged")
+        var bytes = try Fixtures.bytes(Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv"))
+        // Overwrite the middle of the file with garbage.
+        for i in (bytes.count / 2)..<(bytes.count / 2 + 20_000) { bytes[i] = UInt8(truncatingIfNeeded: i &* 7919) }
+        let path = directory.appendingPathComponent("damaged.mkv").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let reader = try VideoReader(path: path)
+        var frames = 0
+        var failure: Error?
+        do {
+            while try reader.nextFrame() != nil { frames += 1 }
+        } catch {
+            failure = error
+        }
+        #expect(frames > 10, "frames before the damage are delivered")
+        if let failure { #expect("\(failure)".contains("damaged.mkv")) }
+    }
+}
+
+/// Byte search shared by the file-format checks.
+enum AutoMLAndFileFormat {
+    static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= pattern.count else { return nil }
+        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
+            if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }
+        }
+        return nil
+    }
+}
+
+@Suite(.serialized) struct LiveAndSignalTests {
+    static let spotter = Fixtures.root.appendingPathComponent(".build/release/spotter").path
+
+    @Test func liveStreamDropsFramesWhileTheDetectorIsBusyAndStaysCurrent() throws {
+        let port = Int.random(in: 20_000...40_000)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["ffmpeg", "-v", "error", "-re", "-i", Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path,
+                            "-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:\(port)?listen=1"]
+        try server.run()
+        defer { server.terminate() }
+        var reader: VideoReader?
+        for _ in 0..<50 where reader == nil {
+            reader = try? VideoReader(path: "tcp://127.0.0.1:\(port)")
+            if reader == nil { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        let live = try #require(reader)
+        #expect(live.info.isLive)
+        let start = Date()
+        let lags = LagLog()
+        let stats = try FramePipeline(reader: live).run(
+            detect: { frame in
+                lags.record(Date().timeIntervalSince(start) - frame.time)
+                Thread.sleep(forTimeInterval: 0.15)
+                return []
+            },
+            consume: { _ in }, progress: { _ in })
+        #expect(stats.dropped > 10, "dropped \(stats.dropped) of \(stats.received)")
+        #expect(stats.processed + stats.dropped <= stats.received + 1)
+        #expect(stats.processed >= 5 && stats.processed < stats.received)
+        // One frame in flight: the frame being detected is never more than a few detections behind.
+        let settled = lags.values.dropFirst(2)
+        #expect((settled.max() ?? 0) - (settled.min() ?? 0) < 1.0, "lag grew: \(lags.values)")
+    }
+
+    /// Runs `spotter record --json` on the long video until the first clip starts, then signals it.
+    func recordUntilFirstClip(signal: Int32, album: URL) throws -> (clip: String, status: Int32) {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.spotter), "build spotter first (scripts/test.sh does)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.spotter)
+        process.arguments = ["record", RecordingTests.video, "--album", album.path, "--model", Fixtures.detectModel.path, "--json"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var buffer = Data()
+        var clip: String?
+        while clip == nil {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            buffer += chunk
+            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                   object["event"] as? String == "clip_started" { clip = object["path"] as? String }
+            }
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return (try #require(clip), process.terminationStatus)
+    }
+
+    @Test func killedRecorderLeavesAClipFFprobeCanRead() throws {
+        let album = try temporaryDirectory("sigkill")
+        let (clip, _) = try recordUntilFirstClip(signal: SIGKILL, album: album)
+        let probe = try Probe(clip)
+        #expect(probe.codec == "h264" && probe.frames > 0)
+    }
+
+    @Test func interruptedRecorderFinishesTheClipAndTheIndex() throws {
+        let album = try temporaryDirectory("sigint")
+        let (clip, status) = try recordUntilFirstClip(signal: SIGINT, album: album)
+        #expect(status == 130)
+        let rows = try run("sqlite3", [album.appendingPathComponent("index.sqlite").path, "select clip, frames from clips"])
+        let fields = rows.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|")
+        #expect(fields.count == 2 && clip.hasSuffix(String(fields[0])))
+        let probe = try Probe(clip)
+        #expect(probe.frames == Int(fields.last ?? "") && probe.frames > 0)
+    }
+}
+
+final class LagLog: @unchecked Sendable {
+    // Written from the detect closure on the calling thread only.
+    var values: [Double] = []
+    func record(_ lag: Double) { values.append(lag) }
+}
