@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Benchmarks Spotter against the peer (LiteRT) side by side: sets up, builds release, runs both.
-#   scripts/bench.sh [--threads 1,2] [--runs 200] [--rounds 3]
+# Benchmarks Spotter against the peer side by side: sets up, builds release, runs both.
+#   scripts/bench.sh [--threads 1,2] [--runs 200] [--rounds 3]     invoke() latency against LiteRT
+#   scripts/bench.sh --pipeline [--rounds 2] [--long]               video and record against pipeline_py.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 [ -f fixtures-generated/detect/inputs/one-by-one-person-detection-f0300.npy ] || "$venv/bin/python" scripts/make_litert_fixtures.py >/dev/null 2>&1
 swift build -c release --product spotter 2>&1 | tail -1
-"$venv/bin/python" scripts/bench_inference.py .build/release/spotter "$@"
+if [ "${1:-}" = "--pipeline" ]; then
+  shift
+  "$venv/bin/python" scripts/bench_pipeline.py .build/release/spotter "$@"
+else
+  "$venv/bin/python" scripts/bench_inference.py .build/release/spotter "$@"
+fi

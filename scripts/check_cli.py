@@ -75,5 +75,32 @@ with tempfile.TemporaryDirectory() as out:
                                      check=True, capture_output=True, text=True).stdout)
     check(len(coco) == 2 and all(d["category_id"] == 1 and len(d["bbox"]) == 4 for d in coco), "detect --format coco with --classes person")
 
-print(f"{5 + 4 + 3 + 6 - len(failures)} passed, {len(failures)} failed")
+walk = os.path.join(os.path.dirname(root), "shared", "videos", "asl-walk.mkv")
+with tempfile.TemporaryDirectory() as out:
+    video, lines = os.path.join(out, "boxes.mp4"), os.path.join(out, "frames.jsonl")
+    subprocess.run([spotter, "video", walk, "--output", video, "--model", model, "--jsonl", lines, "--every", "2"],
+                   check=True, capture_output=True)
+    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                                       "stream=codec_name,pix_fmt,nb_read_frames", "-of", "json", video],
+                                      check=True, capture_output=True, text=True).stdout)["streams"][0]
+    source = int(subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames",
+                                 "-of", "csv=p=0", walk], check=True, capture_output=True, text=True).stdout.strip())
+    check(probe["codec_name"] == "h264" and probe["pix_fmt"] == "yuv420p" and int(probe["nb_read_frames"]) == source,
+          "video writes every frame as H.264 yuv420p")
+    rows = [json.loads(line) for line in open(lines)]
+    check(len(rows) == (source + 1) // 2 and all({"frame", "t", "detections"} <= r.keys() for r in rows)
+          and any(d["label"] == "person" for r in rows for d in r["detections"]), "video --jsonl --every 2 writes one line per processed frame")
+    album = os.path.join(out, "album")
+    events = [json.loads(line) for line in subprocess.run(
+        [spotter, "record", walk, "--album", album, "--model", model, "--json", "--post-roll", "1"],
+        check=True, capture_output=True, text=True).stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    finished = [e for e in events if e["event"] == "clip_finished"]
+    check("clip_started" in kinds and finished and kinds[-1] == "finished", "record --json reports clip_started, clip_finished, finished")
+    check(all(os.path.exists(os.path.join(album, e["path"])) and os.path.exists(os.path.join(album, e["thumbnail"])) for e in finished),
+          "record writes each clip and its thumbnail into the album")
+    missing = subprocess.run([spotter, "video", "/nonexistent.mp4", "--output", video, "--model", model], capture_output=True, text=True)
+    check(missing.returncode != 0 and "/nonexistent.mp4" in missing.stderr, "video names an input it cannot open")
+
+print(f"{5 + 4 + 3 + 6 + 5 - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

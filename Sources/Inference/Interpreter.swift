@@ -108,9 +108,14 @@ public final class Interpreter {
         arena.initializeMemory(as: UInt8.self, repeating: 0, count: max(plan.arenaSize, 64))
         pointers = .allocate(capacity: graph.tensors.count)
         pointers.initialize(repeating: nil, count: graph.tensors.count)
-        constants = ConstantStore(model: model, graph: graph)
+        var needed = Set<Int>()
+        for (op, kernel) in zip(graph.operators, kernels) where kernel.readsConstantInputs {
+            needed.formUnion(op.inputs.filter { $0 >= 0 && graph.tensors[$0].isConstant })
+        }
+        constants = ConstantStore(model: model, graph: graph, tensors: needed)
         for (index, tensor) in graph.tensors.enumerated() {
             if tensor.isConstant {
+                // Nil for constants no kernel reads at run time; `tensor(at:)` then copies from the model.
                 pointers[index] = constants.pointer(index)
             } else if let offset = plan.offsets[index] {
                 pointers[index] = arena + offset
@@ -221,6 +226,10 @@ public final class Interpreter {
             throw InterpreterError.indexOutOfRange(what: "tensor", index: index, count: graph.tensors.count)
         }
         let info = graph.tensors[index]
+        if info.isConstant, pointers[index] == nil {
+            let bytes = model.withConstantBytes(of: info) { Array($0) }
+            return Tensor(name: info.name, type: info.type, shape: shapes[index], quantization: info.quantization, data: bytes)
+        }
         guard readable[index], let pointer = pointers[index] else { throw InterpreterError.tensorNotPreserved(name: info.name) }
         let bytes = Array(UnsafeRawBufferPointer(start: pointer, count: byteCount(index)))
         return Tensor(name: info.name, type: info.type, shape: shapes[index], quantization: info.quantization, data: bytes)
@@ -247,8 +256,10 @@ public final class Interpreter {
 private final class ConstantStore {
     private var storage: [Int: UnsafeMutableRawPointer] = [:]
 
-    init(model: Model, graph: Subgraph) {
-        for (index, tensor) in graph.tensors.enumerated() where tensor.isConstant {
+    /// Copies the constant tensors in `tensors`.
+    init(model: Model, graph: Subgraph, tensors: Set<Int>) {
+        for index in tensors {
+            let tensor = graph.tensors[index]
             model.withConstantBytes(of: tensor) { raw in
                 let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(raw.count, 1), alignment: 64)
                 if raw.count > 0 { pointer.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }

@@ -14,10 +14,14 @@ protocol Kernel: AnyObject {
     /// Called once after memory planning, with the addresses `run` will see.
     func bind(_ memory: TensorMemory) throws
     func run(_ memory: TensorMemory)
+    /// Whether `run` reads constant input tensors from memory; kernels that copied or packed their
+    /// constants at load say no, and the interpreter keeps no copy of those.
+    var readsConstantInputs: Bool { get }
 }
 
 extension Kernel {
     func bind(_ memory: TensorMemory) throws {}
+    var readsConstantInputs: Bool { true }
 }
 
 /// What an operator sees while it is prepared: tensor descriptions, resolved shapes, constants.

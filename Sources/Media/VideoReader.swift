@@ -56,7 +56,9 @@ public final class VideoReader {
         FFmpeg.quietLogs()
         self.path = path
         let isDevice = path.hasPrefix("/dev/video")
-        if isDevice { avdevice_register_all() }
+        if isDevice, spotter_load_avdevice() != 0 {
+            throw MediaError.cannotOpen(path: path, reason: "cameras need libavdevice (apt-get install libavdevice59)")
+        }
         avformat_network_init()
         input = try InputContext(path: path, format: isDevice ? "video4linux2" : nil)
         try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .cannotOpen(path: path, reason: $0) }

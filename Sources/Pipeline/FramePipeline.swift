@@ -96,10 +96,10 @@ public final class FramePipeline {
         public var every: Int = 1
         /// Treat the input as live (drop frames while busy). Default: what the reader reports.
         public var live: Bool?
-        /// Frames buffered between stages. Default 4.
-        public var queueCapacity: Int = 4
+        /// Frames buffered between stages. Default 2.
+        public var queueCapacity: Int = 2
 
-        public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 4) {
+        public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 2) {
             self.every = every
             self.live = live
             self.queueCapacity = queueCapacity

@@ -105,6 +105,9 @@ func convolutionRequantization(_ ctx: PrepareContext, input: Int, filter: Int, o
 
 /// CONV_2D and DEPTHWISE_CONV_2D on quantized tensors (uint8 asymmetric per-tensor, int8 per-channel).
 final class QuantizedConvolution: Kernel {
+    /// Constants were copied or packed at load.
+    var readsConstantInputs: Bool { false }
+
     let geometry: WindowGeometry
     let depthwise: Bool
     let depthMultiplier: Int
@@ -243,6 +246,9 @@ final class QuantizedConvolution: Kernel {
 
 /// CONV_2D and DEPTHWISE_CONV_2D on float32 tensors.
 final class FloatConvolution: Kernel {
+    /// Constants were copied or packed at load.
+    var readsConstantInputs: Bool { false }
+
     let geometry: WindowGeometry
     let depthwise: Bool
     let depthMultiplier: Int
@@ -306,6 +312,9 @@ final class FloatConvolution: Kernel {
 
 /// FULLY_CONNECTED: `output[b][u] = sum_i input[b][i] * filter[u][i] + bias[u]`.
 final class FullyConnected: Kernel {
+    /// Constants were copied or packed at load.
+    var readsConstantInputs: Bool { false }
+
     let input, output: Int
     let batches, inputSize, units: Int
     let filter: [Int32]

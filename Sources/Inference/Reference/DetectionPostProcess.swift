@@ -9,6 +9,9 @@ import TFLiteFormat
 /// ([ymin, xmin, ymax, xmax]), classes [1, n], scores [1, n], count [1], with n = max_detections *
 /// max_classes_per_detection. Slots past the count are zeroed.
 final class DetectionPostProcess: Kernel {
+    /// Constants were copied or packed at load.
+    var readsConstantInputs: Bool { false }
+
     static let name = "TFLite_Detection_PostProcess"
 
     struct Options {

@@ -7,6 +7,9 @@ import TFLiteFormat
 /// default XNNPACK path. Used by the XNNPACK backend on CPUs with VNNI, which Debian's XNNPACK (2022)
 /// does not use.
 final class VNNIConvolution: Kernel {
+    /// Constants were copied or packed at load.
+    var readsConstantInputs: Bool { false }
+
     /// Whether this CPU can run the kernel (checked once per process).
     static let isAvailable = spotter_has_vnni() != 0
 

@@ -47,6 +47,9 @@ final class ThreadPool {
 /// One XNNPACK operator: created (weights packed) at load, set up once with the arena's fixed
 /// addresses, run on every invoke. Deleted with this object, before the pool it keeps alive.
 final class XNNPACKKernel: Kernel {
+    /// Constants were copied or packed at load.
+    var readsConstantInputs: Bool { false }
+
     private let handle: xnn_operator_t
     private let pool: ThreadPool
     private let setup: (xnn_operator_t, TensorMemory, pthreadpool_t?) -> xnn_status
