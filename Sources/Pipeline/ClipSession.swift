@@ -22,10 +22,10 @@ public final class ClipSession: @unchecked Sendable {
         public var drawBoxes = true
         /// Nominal frame rate of the clips (the source's). Default 25.
         public var frameRate: Double = 25
-        /// libx264 preset. Default `superfast`.
-        public var preset = "superfast"
+        /// libx264 preset. Default `ultrafast`.
+        public var preset = "ultrafast"
 
-        public init(policy: ClipRecorder<DetectedFrame>.Policy = .init(), drawBoxes: Bool = true, frameRate: Double = 25, preset: String = "superfast") {
+        public init(policy: ClipRecorder<DetectedFrame>.Policy = .init(), drawBoxes: Bool = true, frameRate: Double = 25, preset: String = "ultrafast") {
             self.policy = policy
             self.drawBoxes = drawBoxes
             self.frameRate = frameRate

@@ -39,8 +39,8 @@ struct Record: ParsableCommand {
     @Flag(help: "Print one JSON line per event: clip_started, clip_finished, progress.")
     var json = false
 
-    @Option(help: "libx264 preset for the clips.")
-    var preset = "superfast"
+    @Option(help: "libx264 preset for the clips: ultrafast (fastest) ... veryslow (smallest files).")
+    var preset = "ultrafast"
 
     func validate() throws {
         guard postRoll >= 0, preRoll >= 0 else { throw ValidationError("--post-roll and --pre-roll cannot be negative") }
