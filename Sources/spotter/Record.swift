@@ -30,7 +30,7 @@ struct Record: ParsableCommand {
     @Option(help: "Seconds of video time to keep recording after the last match.")
     var postRoll: Double = 5
 
-    @Option(help: "Seconds of video before the first match to include.")
+    @Option(help: "Seconds of video before the first match to include (kept in memory, at most 256 MiB of frames).")
     var preRoll: Double = 0
 
     @Flag(help: "Record the frames without boxes.")
@@ -41,6 +41,11 @@ struct Record: ParsableCommand {
 
     @Option(help: "libx264 preset for the clips: ultrafast (fastest) ... veryslow (smallest files).")
     var preset = "ultrafast"
+
+    /// Frames of pre-roll that fit in 256 MiB of RGB pixels.
+    static func preRollFrames(_ info: VideoReader.Info) -> Int {
+        max(1, (256 << 20) / max(1, info.width * info.height * 3))
+    }
 
     func validate() throws {
         guard postRoll >= 0, preRoll >= 0 else { throw ValidationError("--post-roll and --pre-roll cannot be negative") }
@@ -61,7 +66,7 @@ struct Record: ParsableCommand {
         }
         let session = try ClipSession(
             album: albumStore, source: input,
-            options: .init(policy: .init(postRoll: postRoll, preRoll: preRoll), drawBoxes: !noBoxes,
+            options: .init(policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
                            frameRate: info.frameRate ?? 25, preset: preset),
             events: { event in
                 switch event {
