@@ -143,4 +143,39 @@ final class Scaler {
     }
 
     deinit { sws_freeContext(pointer) }
+
+    /// Converts `frame` into `image`, packed RGB24 of this scaler's target size.
+    func convert(_ frame: Frame, into image: inout Image) {
+        let height = frame.pointer.pointee.height
+        image.data.withUnsafeMutableBufferPointer { buffer in
+            var planes: [UnsafeMutablePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
+            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
+            withUnsafePointer(to: frame.pointer.pointee.data) { data in
+                withUnsafePointer(to: frame.pointer.pointee.linesize) { linesize in
+                    data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { sources in
+                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { sourceStrides in
+                            _ = sws_scale(pointer, sources, sourceStrides, 0, height, &planes, &strides)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Converts `image`, packed RGB24 of this scaler's source size, into `frame`'s planes.
+    func convert(_ image: Image, into frame: Frame) {
+        image.data.withUnsafeBufferPointer { buffer in
+            var planes: [UnsafePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
+            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
+            withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { data in
+                withUnsafeMutablePointer(to: &frame.pointer.pointee.linesize) { linesize in
+                    data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { targets in
+                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { targetStrides in
+                            _ = sws_scale(pointer, &planes, &strides, 0, Int32(image.height), targets, targetStrides)
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -75,26 +75,8 @@ public enum ImageFile {
             throw MediaError.decodeFailed(path: path, reason: "no conversion from \(String(cString: av_get_pix_fmt_name(format))) to RGB24")
         }
         var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
-        convert(frame, with: scaler, into: &image)
+        scaler.convert(frame, into: &image)
         return image
-    }
-
-    /// Converts `frame` into `image` (RGB24 of the scaler's target size) with `scaler`.
-    static func convert(_ frame: Frame, with scaler: Scaler, into image: inout Image) {
-        let height = frame.pointer.pointee.height
-        image.data.withUnsafeMutableBufferPointer { buffer in
-            var planes: [UnsafeMutablePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
-            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
-            withUnsafePointer(to: frame.pointer.pointee.data) { data in
-                withUnsafePointer(to: frame.pointer.pointee.linesize) { linesize in
-                    data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { sources in
-                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { sourceStrides in
-                            _ = sws_scale(scaler.pointer, sources, sourceStrides, 0, height, &planes, &strides)
-                        }
-                    }
-                }
-            }
-        }
     }
 
     /// Image file formats Spotter writes.
@@ -156,19 +138,7 @@ public enum ImageFile {
                                   to: (Int32(image.width), Int32(image.height), pixelFormat)) else {
             throw MediaError.encodeFailed(path: path, reason: "no conversion to the encoder's pixel format")
         }
-        source.data.withUnsafeBufferPointer { buffer in
-            var planes: [UnsafePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
-            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
-            withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { data in
-                withUnsafeMutablePointer(to: &frame.pointer.pointee.linesize) { linesize in
-                    data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { targets in
-                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { targetStrides in
-                            _ = sws_scale(scaler.pointer, &planes, &strides, 0, Int32(image.height), targets, targetStrides)
-                        }
-                    }
-                }
-            }
-        }
+        scaler.convert(source, into: frame)
         try FFmpeg.check(avcodec_send_frame(encoder.pointer, frame.pointer)) { .encodeFailed(path: path, reason: $0) }
         try FFmpeg.check(avcodec_send_frame(encoder.pointer, nil)) { .encodeFailed(path: path, reason: $0) }
         var bytes: [UInt8] = []

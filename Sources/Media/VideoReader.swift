@@ -142,7 +142,7 @@ public final class VideoReader {
             scaler = made
         }
         var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
-        ImageFile.convert(frame, with: scaler!, into: &image)
+        scaler!.convert(frame, into: &image)
         if info.orientation != .up { image = image.oriented(info.orientation) }
         nextIndex += 1
         return VideoFrame(image: image, time: time, index: nextIndex - 1)

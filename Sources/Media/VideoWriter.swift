@@ -111,19 +111,7 @@ public final class VideoWriter {
         precondition(!finished, "write after finish")
         let rgb = image.converted(to: .rgb24)
         guard av_frame_make_writable(frame.pointer) >= 0 else { throw MediaError.encodeFailed(path: path, reason: "frame not writable") }
-        rgb.data.withUnsafeBufferPointer { buffer in
-            var planes: [UnsafePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
-            var strides: [Int32] = [Int32(rgb.width * 3), 0, 0, 0]
-            withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { data in
-                withUnsafeMutablePointer(to: &frame.pointer.pointee.linesize) { linesize in
-                    data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { targets in
-                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { targetStrides in
-                            _ = sws_scale(scaler.pointer, &planes, &strides, 0, Int32(rgb.height), targets, targetStrides)
-                        }
-                    }
-                }
-            }
-        }
+        scaler.convert(rgb, into: frame)
         if firstTime == nil { firstTime = time }
         var pts = Int64(((time - firstTime!) * 1000).rounded())
         if pts <= lastPTS { pts = lastPTS + 1 }

@@ -190,7 +190,7 @@ struct Expected: Sendable, CustomStringConvertible {
         for suffix in ["", ":1", ":2", ":3"] {
             let name = Array("TFLite_Detection_PostProcess\(suffix)".utf8)
             let replacement = Array(("X" + String(repeating: "x", count: name.count - 1)).utf8)
-            let at = try #require(Self.find(name + [0], in: bytes))
+            let at = try #require(Fixtures.find(name + [0], in: bytes))
             bytes.replaceSubrange(at..<(at + name.count), with: replacement)
         }
         try Data(bytes).write(to: directory.appendingPathComponent("model.tflite"))
@@ -202,15 +202,6 @@ struct Expected: Sendable, CustomStringConvertible {
         try metadata.write(to: directory.appendingPathComponent("tflite_metadata.json"), atomically: true, encoding: .utf8)
         let result = try ObjectDetector(modelPath: path).detect(try ObjectDetectorTests.picture("coffee"))
         #expect(result.detections.first?.label == "cup")
-    }
-
-    /// The offset of the first occurrence of `pattern`.
-    static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
-        guard bytes.count >= pattern.count else { return nil }
-        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
-            if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }
-        }
-        return nil
     }
 
     @Test("BMP and WebP files decode", arguments: ["bmp", "webp"])

@@ -112,8 +112,8 @@ func temporaryDirectory(_ name: String) throws -> URL {
         let probe = try Probe(output)
         #expect(probe.codec == "h264" && probe.pixelFormat == "yuv420p" && probe.frames == frames)
         let bytes = try Fixtures.bytes(URL(fileURLWithPath: output))
-        let moov = try #require(AutoMLAndFileFormat.find(Array("moov".utf8), in: bytes))
-        let mdat = try #require(AutoMLAndFileFormat.find(Array("mdat".utf8), in: bytes))
+        let moov = try #require(Fixtures.find(Array("moov".utf8), in: bytes))
+        let mdat = try #require(Fixtures.find(Array("mdat".utf8), in: bytes))
         #expect(moov < mdat, "faststart puts moov before mdat")
     }
 
@@ -134,17 +134,6 @@ func temporaryDirectory(_ name: String) throws -> URL {
         }
         #expect(frames > 10, "frames before the damage are delivered")
         if let failure { #expect("\(failure)".contains("damaged.mkv")) }
-    }
-}
-
-/// Byte search shared by the file-format checks.
-enum AutoMLAndFileFormat {
-    static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
-        guard bytes.count >= pattern.count else { return nil }
-        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
-            if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }
-        }
-        return nil
     }
 }
 

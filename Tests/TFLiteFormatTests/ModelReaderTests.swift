@@ -126,7 +126,7 @@ import TFLiteFormat
     @Test func hugeVectorLengthIsRejectedBeforeAllocating() throws {
         // A shape vector [1, 4, 4, 3]: its length field claims 2^31 - 1 elements.
         let pattern: [UInt8] = [4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0]
-        let at = try #require((0...(Self.small.count - pattern.count)).first { Array(Self.small[$0..<($0 + pattern.count)]) == pattern })
+        let at = try #require(Fixtures.find(pattern, in: Self.small))
         var bytes = Self.small
         bytes.replaceSubrange(at..<(at + 4), with: [0xff, 0xff, 0xff, 0x7f])
         guard case .vectorTooLong(let what, let offset, let count, let size) = Self.error(bytes) else {

@@ -17,6 +17,15 @@ public enum Fixtures {
 
     public static func npy(_ url: URL) throws -> Tensor { try NumPy.decode(try bytes(url), name: url.lastPathComponent) }
 
+    /// The offset of the first occurrence of `pattern` in `bytes`.
+    public static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard !pattern.isEmpty, bytes.count >= pattern.count else { return nil }
+        for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
+            if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }
+        }
+        return nil
+    }
+
     /// Subdirectory names of `url`, sorted.
     public static func folders(_ url: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
