@@ -9,6 +9,8 @@ public final class Annotator {
     /// Stroke width in pixels; default scales with the picture (2 px per 400 px of the shorter side).
     public var lineWidth: Int?
     private let font: Font
+    /// Rendered tags by text; a video repeats the same few labels and scores frame after frame.
+    private var tags: [String: Mask] = [:]
 
     /// - Throws: ``Font/Error`` when the font cannot be loaded.
     public init(fontPath: String = Font.defaultPath, fontSize: Int = 14) throws {
@@ -22,7 +24,7 @@ public final class Annotator {
         for detection in detections.reversed() {
             let color = Color.forClass(detection.classIndex)
             image.strokeRect(detection.box, lineWidth: stroke, color: color)
-            let text = font.render("\(detection.label) \(Int((detection.score * 100).rounded()))%")
+            let text = tag("\(detection.label) \(Int((detection.score * 100).rounded()))%")
             let pad = 3
             let tagWidth = min(text.width + 2 * pad, image.width), tagHeight = min(text.height + 2 * pad, image.height)
             var x = max(0, Int(detection.box.minX.rounded()))
@@ -34,5 +36,13 @@ public final class Annotator {
             image.fill(x: x, y: y, width: tagWidth, height: tagHeight, color: color)
             image.blend(text, x: x + pad, y: y + pad, color: color.luma > 140 ? .black : .white)
         }
+    }
+
+    private func tag(_ text: String) -> Mask {
+        if let mask = tags[text] { return mask }
+        if tags.count > 1024 { tags.removeAll() }
+        let mask = font.render(text)
+        tags[text] = mask
+        return mask
     }
 }
