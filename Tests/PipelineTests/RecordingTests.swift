@@ -17,14 +17,14 @@ struct Probe {
     init(_ path: String) throws {
         let out = try run("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
                                       "stream=codec_name,pix_fmt,nb_read_frames,avg_frame_rate:format=duration", "-of", "json", path])
-        let json = try JSONSerialization.jsonObject(with: Data(out.utf8)) as! [String: Any]
-        let stream = (json["streams"] as! [[String: Any]])[0]
-        codec = stream["codec_name"] as! String
-        pixelFormat = stream["pix_fmt"] as! String
-        frames = Int(stream["nb_read_frames"] as! String)!
-        let rate = (stream["avg_frame_rate"] as! String).split(separator: "/").compactMap { Double($0) }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any], "ffprobe: \(out)")
+        let stream = try #require((json["streams"] as? [[String: Any]])?.first, "no video stream in \(path): \(out)")
+        codec = try #require(stream["codec_name"] as? String, "no codec in \(path): \(out)")
+        pixelFormat = try #require(stream["pix_fmt"] as? String, "no pixel format in \(path): \(out)")
+        frames = try #require((stream["nb_read_frames"] as? String).flatMap { Int($0) }, "no frame count in \(path): \(out)")
+        let rate = (stream["avg_frame_rate"] as? String ?? "").split(separator: "/").compactMap { Double($0) }
         frameRate = rate.count == 2 && rate[1] > 0 ? rate[0] / rate[1] : 0
-        duration = Double(((json["format"] as! [String: Any])["duration"] as? String) ?? "0") ?? 0
+        duration = Double(((json["format"] as? [String: Any])?["duration"] as? String) ?? "0") ?? 0
     }
 }
 
@@ -172,7 +172,8 @@ func temporaryDirectory(_ name: String) throws -> URL {
         #expect((settled.max() ?? 0) - (settled.min() ?? 0) < 1.0, "lag grew: \(lags.values)")
     }
 
-    /// Runs `spotter record --json` on the long video until the first clip starts, then signals it.
+    /// Runs `spotter record --json` on the long video until the first clip has a fragment (`moof`) on
+    /// disk, then signals it.
     func recordUntilFirstClip(signal: Int32, album: URL) throws -> (clip: String, status: Int32) {
         try #require(FileManager.default.isExecutableFile(atPath: Self.spotter), "build spotter first (scripts/test.sh does)")
         let process = Process()
@@ -193,10 +194,15 @@ func temporaryDirectory(_ name: String) throws -> URL {
                    object["event"] as? String == "clip_started" { clip = object["path"] as? String }
             }
         }
-        Thread.sleep(forTimeInterval: 1.5)
+        let path = try #require(clip, "spotter record ended without starting a clip")
+        let deadline = Date().addingTimeInterval(120)
+        while Fixtures.find(Array("moof".utf8), in: Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())) == nil {
+            try #require(Date() < deadline && process.isRunning, "no fragment written to \(path)")
+            Thread.sleep(forTimeInterval: 0.1)
+        }
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
-        return (try #require(clip), process.terminationStatus)
+        return (path, process.terminationStatus)
     }
 
     @Test func killedRecorderLeavesAClipFFprobeCanRead() throws {
