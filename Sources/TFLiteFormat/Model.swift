@@ -132,7 +132,7 @@ private struct ModelParser {
                 break
             }
         }
-        model.associatedFiles = try ZipReader(reader: reader).storedFiles()
+        model.associatedFiles = try ZipArchive.storedFiles(reader)
         return model
     }
 

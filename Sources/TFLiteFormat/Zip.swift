@@ -1,29 +1,54 @@
-/// Reads the zip archive that TFLite Metadata appends to a model to carry its associated files.
-///
-/// Only stored (uncompressed) entries are returned, which is how the metadata populator writes
-/// them. Offsets are bounds-checked; the archive may start anywhere in the file (its stored offsets
-/// are relative to the archive start, which is found from the central directory's position).
-struct ZipReader {
-    static let maxEntries = 4096
-    let reader: FlatBufferReader
+/// One file in a zip archive's central directory.
+public struct ZipEntry: Sendable, Equatable {
+    /// The name as stored (may contain `/`; never trust it as a path without checking).
+    public var name: String
+    /// Compression method: 0 stored, 8 deflate.
+    public var method: Int
+    public var compressedSize: Int
+    /// Uncompressed size as the central directory claims it.
+    public var size: Int
+    public var crc32: UInt32
+    /// Where the entry's (compressed) bytes start, relative to the start of the bytes given.
+    public var dataOffset: Int
 
-    /// The stored files by name; empty when the file has no zip archive at its end.
-    func storedFiles() throws -> [String: [UInt8]] {
-        guard let end = try findEndRecord() else { return [:] }
-        let entries = Int(try reader.load(UInt16.self, at: end + 10, "zip end record"))
+    public var isDirectory: Bool { name.hasSuffix("/") }
+}
+
+/// Reads a zip archive's central directory: the archive TFLite Metadata appends to a model, or a
+/// downloaded model archive.
+///
+/// Offsets are bounds-checked; the archive may start anywhere in the bytes (its stored offsets are
+/// relative to the archive start, found from the central directory's position). Zip64 archives
+/// are refused.
+public enum ZipArchive {
+    public static let maxEntries = 4096
+
+    /// The entries of the archive at the end of `bytes`; empty when there is none.
+    /// - Throws: `ModelFormatError.invalidZip` or `.truncated` naming the offset.
+    public static func entries(in bytes: UnsafeRawBufferPointer) throws -> [ZipEntry] {
+        try entries(FlatBufferReader(bytes))
+    }
+
+    static func entries(_ reader: FlatBufferReader) throws -> [ZipEntry] {
+        guard let end = try findEndRecord(reader) else { return [] }
+        let count = Int(try reader.load(UInt16.self, at: end + 10, "zip end record"))
         let directorySize = Int(try reader.load(UInt32.self, at: end + 12, "zip end record"))
         let directoryOffset = Int(try reader.load(UInt32.self, at: end + 16, "zip end record"))
-        guard entries <= Self.maxEntries else { throw ModelFormatError.invalidZip(reason: "\(entries) entries", offset: end) }
-        // Bytes before the archive (the model itself) shift every stored offset.
+        guard count <= maxEntries else { throw ModelFormatError.invalidZip(reason: "\(count) entries", offset: end) }
+        guard count != 0xFFFF, directoryOffset != 0xFFFF_FFFF else {
+            throw ModelFormatError.invalidZip(reason: "zip64 archives are not supported", offset: end)
+        }
+        // Bytes before the archive (a model, say) shift every stored offset.
         let shift = end - directorySize - directoryOffset
         guard shift >= 0 else { throw ModelFormatError.invalidZip(reason: "central directory outside the file", offset: end) }
         var position = directoryOffset + shift
-        var files: [String: [UInt8]] = [:]
-        for _ in 0..<entries {
+        var entries: [ZipEntry] = []
+        for _ in 0..<count {
             guard try reader.load(UInt32.self, at: position, "zip central directory") == 0x0201_4b50 else {
                 throw ModelFormatError.invalidZip(reason: "bad central directory signature", offset: position)
             }
             let method = Int(try reader.load(UInt16.self, at: position + 10, "zip entry"))
+            let crc = try reader.load(UInt32.self, at: position + 16, "zip entry")
             let compressedSize = Int(try reader.load(UInt32.self, at: position + 20, "zip entry"))
             let size = Int(try reader.load(UInt32.self, at: position + 24, "zip entry"))
             let nameLength = Int(try reader.load(UInt16.self, at: position + 28, "zip entry"))
@@ -40,21 +65,15 @@ struct ZipReader {
             let localName = Int(try reader.load(UInt16.self, at: localOffset + 26, "zip local header"))
             let localExtra = Int(try reader.load(UInt16.self, at: localOffset + 28, "zip local header"))
             let dataStart = localOffset + 30 + localName + localExtra
-            guard method == 0 else {
-                if name.hasSuffix("/") { continue }
-                throw ModelFormatError.unsupportedZipCompression(file: name, method: method)
-            }
-            guard compressedSize == size else {
-                throw ModelFormatError.invalidZip(reason: "stored entry \"\(name)\" with differing sizes", offset: position)
-            }
-            try reader.check(dataStart, size, "zip entry \"\(name)\"")
-            files[name] = Array(UnsafeRawBufferPointer(rebasing: reader.bytes[dataStart..<(dataStart + size)]))
+            try reader.check(dataStart, compressedSize, "zip entry \"\(name)\"")
+            entries.append(ZipEntry(name: name, method: method, compressedSize: compressedSize, size: size,
+                                    crc32: crc, dataOffset: dataStart))
         }
-        return files
+        return entries
     }
 
     /// Position of the end-of-central-directory record, searched in the last 64 KiB + 22 bytes.
-    private func findEndRecord() throws -> Int? {
+    private static func findEndRecord(_ reader: FlatBufferReader) throws -> Int? {
         let count = reader.count
         guard count >= 22 else { return nil }
         let lowest = max(0, count - 22 - 65_535)
@@ -67,5 +86,19 @@ struct ZipReader {
             position -= 1
         }
         return nil
+    }
+
+    /// The stored (uncompressed) files by name, as the TFLite metadata populator writes them.
+    /// - Throws: `ModelFormatError.unsupportedZipCompression` for a compressed file.
+    static func storedFiles(_ reader: FlatBufferReader) throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for entry in try entries(reader) where !entry.isDirectory {
+            guard entry.method == 0 else { throw ModelFormatError.unsupportedZipCompression(file: entry.name, method: entry.method) }
+            guard entry.compressedSize == entry.size else {
+                throw ModelFormatError.invalidZip(reason: "stored entry \"\(entry.name)\" with differing sizes", offset: entry.dataOffset)
+            }
+            files[entry.name] = Array(UnsafeRawBufferPointer(rebasing: reader.bytes[entry.dataOffset..<(entry.dataOffset + entry.size)]))
+        }
+        return files
     }
 }
