@@ -10,11 +10,13 @@ let package = Package(
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "Media", targets: ["Media"]),
         .library(name: "Detection", targets: ["Detection"]),
+        .library(name: "ModelStore", targets: ["ModelStore"]),
         .executable(name: "spotter", targets: ["spotter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
@@ -23,6 +25,10 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev"])]),
         // Debian's FreeType (libfreetype-dev); fonts from fonts-dejavu-core.
         .systemLibrary(name: "CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
+        // Debian's libcurl (libcurl4-openssl-dev): HTTP(S) downloads for the model store.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Debian's zlib (zlib1g-dev): deflate entries of downloaded zip archives.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // AVX-512 VNNI kernels Swift cannot express (no per-function target features without
         // unsafeFlags); each checks the CPU at run time.
         .target(name: "CKernels", dependencies: ["CXNNPACK"]),
@@ -40,11 +46,13 @@ let package = Package(
         .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
         // Frame pipeline with back-pressure, the clip recorder, the album index (SQLite via GRDB).
         .target(name: "Pipeline", dependencies: ["Detection", "Media", "Imaging", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Catalog of models and sample videos, the cache, checked and resumable downloads.
+        .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
         // The command-line shell.
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -53,6 +61,7 @@ let package = Package(
         .testTarget(name: "InferenceTests", dependencies: ["Inference", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "Media", "TestSupport"]),
         .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TestSupport"]),
+        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
     ]
 )

@@ -2,13 +2,14 @@
 # Installs everything Spotter's build, tests and benchmarks need; safe to run again (it only
 # installs what is missing).
 #   - Debian packages: XNNPACK + pthreadpool (kernels), FFmpeg with libx264 (media), FreeType and
-#     DejaVu fonts (labels), SQLite (the album index, and the sqlite3 CLI the tests read it with)
+#     DejaVu fonts (labels), SQLite (the album index, and the sqlite3 CLI the tests read it with),
+#     libcurl and zlib (the model store's downloads and zip archives)
 #   - a Python venv with LiteRT, OpenCV and NumPy (the peer in ../shared/reference, and the tool
 #     that produces expected outputs for the tests), at $SPOTTER_REF_VENV
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(pkg-config libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
+packages=(pkg-config curl libcurl4-openssl-dev zlib1g-dev libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
           libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libsqlite3-dev sqlite3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
