@@ -4,6 +4,7 @@ import Foundation
 import Imaging
 import Inference
 import Media
+import ModelStore
 
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case table, json, coco, yolo, floats
@@ -23,7 +24,7 @@ enum ResizeChoice: String, ExpressibleByArgument, CaseIterable {
 
 /// Options shared by every command that runs the detector.
 struct DetectorOptions: ParsableArguments {
-    @Option(help: "The .tflite model (default: $SPOTTER_MODEL, else ../shared/models/coco-ssd-mobilenet-v1/detect.tflite).")
+    @Option(help: "The model: a .tflite file, a catalog name (see `spotter models list`) or an http(s) URL (default: $SPOTTER_MODEL, else coco-ssd-mobilenet-v1).")
     var model: String?
 
     @Option(help: "A labels file (default: the model's metadata, else labelmap.txt or labels.txt beside the model).")
@@ -53,6 +54,8 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "For float models without normalization metadata: the divisor after the mean.")
     var std: Float?
 
+    @OptionGroup var store: StoreFlags
+
     func validate() throws {
         guard (0...1).contains(threshold) else { throw ValidationError("--threshold must be between 0 and 1") }
         if let maxResults, maxResults < 1 { throw ValidationError("--max-results must be at least 1") }
@@ -61,15 +64,12 @@ struct DetectorOptions: ParsableArguments {
         if let std, std == 0 { throw ValidationError("--std cannot be 0") }
     }
 
+    /// The model file: `--model`, else `$SPOTTER_MODEL`, else the catalog's default, resolved
+    /// through the store (a file, the cache, or a download).
     var modelPath: String {
         get throws {
-            if let model { return model }
-            if let path = ProcessInfo.processInfo.environment["SPOTTER_MODEL"] { return path }
-            let shared = "../shared/models/coco-ssd-mobilenet-v1/detect.tflite"
-            guard FileManager.default.fileExists(atPath: shared) else {
-                throw ValidationError("no model given: pass --model PATH or set SPOTTER_MODEL")
-            }
-            return shared
+            let reference = model ?? ProcessInfo.processInfo.environment["SPOTTER_MODEL"] ?? Catalog.defaultModel
+            return try store.resolve(reference).path
         }
     }
 
@@ -77,7 +77,6 @@ struct DetectorOptions: ParsableArguments {
     /// - Parameter pipelined: other threads decode and encode (video): let inference threads sleep between frames.
     func makeDetector(pipelined: Bool = false) throws -> ObjectDetector {
         let path = try modelPath
-        guard FileManager.default.fileExists(atPath: path) else { throw ValidationError("no model at \(path): check --model") }
         var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize.mode, labelsPath: labels)
         if let threads { options.threadCount = threads }
         options.parksThreadsBetweenPictures = pipelined

@@ -19,7 +19,7 @@ struct Record: ParsableCommand {
               spotter record street.mp4 --album clips/ --json | jq 'select(.event == "clip_finished")'
             """)
 
-    @Argument(help: "A video file, stream URL or /dev/videoN.")
+    @Argument(help: "A video file, stream URL, /dev/videoN, or a sample's name (see `spotter samples list`).")
     var input: String
 
     @Option(help: "Folder for clips, thumbnails and index.sqlite (created if needed).")
@@ -56,7 +56,8 @@ struct Record: ParsableCommand {
         if options.classes == nil { options.classes = "person" }
         let detector = try options.makeDetector(pipelined: true)
         let reader: VideoReader
-        do { reader = try VideoReader(path: input) } catch { throw ValidationError("\(error)") }
+        let source = try self.detector.store.resolveVideo(input)
+        do { reader = try VideoReader(path: source) } catch { throw ValidationError("\(error)") }
         let info = reader.info
         let albumStore = try Album(directory: URL(fileURLWithPath: album))
         let json = self.json

@@ -47,7 +47,7 @@ struct Video: ParsableCommand {
               spotter video rtsp://camera.local/stream --output live.mp4 --every 1
             """)
 
-    @Argument(help: "A video file, stream URL or /dev/videoN.")
+    @Argument(help: "A video file, stream URL, /dev/videoN, or a sample's name (see `spotter samples list`).")
     var input: String
 
     @Option(help: "The annotated MP4 to write.")
@@ -71,7 +71,8 @@ struct Video: ParsableCommand {
     func run() throws {
         let detector = try self.detector.makeDetector(pipelined: true)
         let reader: VideoReader
-        do { reader = try VideoReader(path: input) } catch { throw ValidationError("\(error)") }
+        let source = try self.detector.store.resolveVideo(input)
+        do { reader = try VideoReader(path: source) } catch { throw ValidationError("\(error)") }
         let info = reader.info
         let writer = try VideoWriter(path: output, width: info.orientation.uprightSize(Size(width: info.width, height: info.height)).width,
                                      height: info.orientation.uprightSize(Size(width: info.width, height: info.height)).height,

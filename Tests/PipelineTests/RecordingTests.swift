@@ -138,7 +138,7 @@ func temporaryDirectory(_ name: String) throws -> URL {
 }
 
 @Suite(.serialized) struct LiveAndSignalTests {
-    static let spotter = Fixtures.root.appendingPathComponent(".build/release/spotter").path
+    static let spotter = Fixtures.spotter
 
     @Test func liveStreamDropsFramesWhileTheDetectorIsBusyAndStaysCurrent() throws {
         let port = Int.random(in: 20_000...40_000)

@@ -87,3 +87,55 @@ public func run(_ program: String, _ arguments: [String]) throws -> String {
     guard process.terminationStatus == 0 else { throw Failure(description: "\(program) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)") }
     return String(decoding: data, as: UTF8.self)
 }
+/// A finished program: its exit status and what it wrote.
+public struct ProgramResult: Sendable {
+    public var status: Int32
+    public var output: String
+    public var errors: String
+}
+
+/// A started program whose output goes to temporary files (no pipe to fill up).
+public final class RunningProgram {
+    let process = Process()
+    let outputFile: URL
+    let errorFile: URL
+
+    /// Starts `executable` with `arguments`; `environment` entries are added to this process's
+    /// environment (an empty value removes the variable).
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        let stamp = UUID().uuidString.prefix(8)
+        outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-out-\(stamp)")
+        errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-err-\(stamp)")
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value.isEmpty ? nil : value }
+        process.environment = merged
+        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+        process.standardError = try FileHandle(forWritingTo: errorFile)
+        try process.run()
+    }
+
+    public func wait() -> ProgramResult {
+        process.waitUntilExit()
+        defer {
+            try? FileManager.default.removeItem(at: outputFile)
+            try? FileManager.default.removeItem(at: errorFile)
+        }
+        return ProgramResult(status: process.terminationStatus,
+                             output: (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "",
+                             errors: (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "")
+    }
+}
+
+extension Fixtures {
+    /// The release build of the CLI (scripts/test.sh builds it before the tests).
+    public static let spotter = root.appendingPathComponent(".build/release/spotter").path
+
+    /// Runs the CLI to the end.
+    public static func runSpotter(_ arguments: [String], environment: [String: String] = [:]) throws -> ProgramResult {
+        try RunningProgram(spotter, arguments, environment: environment).wait()
+    }
+}
