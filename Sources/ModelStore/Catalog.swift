@@ -19,6 +19,27 @@ public struct CatalogEntry: Codable, Sendable, Equatable {
     public var license: String
     public var summary: String
 
+    /// Names become folder names: letters, digits, `.`, `_` and `-`, not starting with `.`. File
+    /// names are relative paths inside the item's folder.
+    /// - Throws: `StoreError.invalidCatalog` naming the entry.
+    public func validate(source: String) throws {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard !name.isEmpty, name.count <= 128, !name.hasPrefix("."), name.allSatisfy(allowed.contains) else {
+            throw StoreError.invalidCatalog(path: source, reason: "entry name \"\(name)\" (use letters, digits, '.', '_' and '-')")
+        }
+        guard !files.isEmpty || packaging == .zip else {
+            throw StoreError.invalidCatalog(path: source, reason: "entry \(name) lists no files")
+        }
+        for file in files {
+            guard let parts = ArchiveExtractor.safeComponents(file), packaging == .zip || parts.count == 1 else {
+                throw StoreError.invalidCatalog(path: source, reason: "entry \(name): file \"\(file)\" is not a plain relative name")
+            }
+        }
+        guard let scheme = URL(string: url)?.scheme?.lowercased(), ["http", "https", "file"].contains(scheme) else {
+            throw StoreError.invalidCatalog(path: source, reason: "entry \(name): \"\(url)\" is not an http(s) or file URL")
+        }
+    }
+
     public init(name: String, kind: Kind, url: String, packaging: Packaging, files: [String], size: Int? = nil,
                 sha256: String? = nil, license: String, summary: String) {
         self.name = name
@@ -59,6 +80,7 @@ public struct Catalog: Sendable {
         } catch {
             throw StoreError.invalidCatalog(path: file.path, reason: String(describing: error))
         }
+        for entry in extra { try entry.validate(source: file.path) }
         var merged = entries.filter { entry in !extra.contains { $0.name == entry.name } }
         merged.append(contentsOf: extra)
         return Catalog(entries: merged)

@@ -65,6 +65,7 @@ final class CurlHandle {
 private final class TransferState {
     let url: String
     let file: Int32
+    let path: String
     let requestedStart: Int
     let limits: TransferLimits
     let progress: (DownloadProgress) -> Void
@@ -85,11 +86,12 @@ private final class TransferState {
     /// When the last byte (header or body) arrived, for the stall timeout.
     var lastByte = Date()
 
-    init(url: String, file: Int32, requestedStart: Int, limits: TransferLimits, progress: @escaping (DownloadProgress) -> Void,
+    init(url: String, file: Int32, path: String, requestedStart: Int, limits: TransferLimits, progress: @escaping (DownloadProgress) -> Void,
          started: @escaping (String?) -> Void) {
         self.started = started
         self.url = url
         self.file = file
+        self.path = path
         self.requestedStart = requestedStart
         self.limits = limits
         self.progress = progress
@@ -139,7 +141,7 @@ private final class TransferState {
             // A full answer: the server ignored the range, or the file changed (If-Range).
             offset = 0
             total = contentLength
-            guard ftruncate(file, 0) == 0 else { failure = .cache(path: url, reason: String(cString: strerror(errno))); return false }
+            guard ftruncate(file, 0) == 0 else { failure = .cache(path: path, reason: String(cString: strerror(errno))); return false }
         }
         if let total, total > limits.maxBytes {
             failure = .tooLarge(url: url, limit: limits.maxBytes)
@@ -163,7 +165,7 @@ private final class TransferState {
             let written = write(file, bytes.baseAddress! + done, bytes.count - done)
             if written < 0 {
                 if errno == EINTR { continue }
-                failure = .cache(path: url, reason: "writing the download: \(String(cString: strerror(errno)))")
+                failure = .cache(path: path, reason: "writing \(url): \(String(cString: strerror(errno)))")
                 return false
             }
             done += written
@@ -208,7 +210,7 @@ enum HTTPDownload {
             // Local files are copied whole.
             existing = 0
         }
-        let state = TransferState(url: url, file: file, requestedStart: existing, limits: limits, progress: progress, started: started)
+        let state = TransferState(url: url, file: file, path: part.path, requestedStart: existing, limits: limits, progress: progress, started: started)
 
         let handle = try CurlHandle()
         let curl = handle.pointer

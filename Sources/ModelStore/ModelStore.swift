@@ -117,6 +117,7 @@ public final class ModelStore: Sendable {
         defer { withExtendedLifetime(lock) {} }
         // Whoever held the lock may have just finished this item.
         if !force, let cached = try readManifest(in: item.folder) { return cached }
+        sweepStaging()
 
         let part = folder("downloads").appendingPathComponent(item.key + ".part")
         let transfer = try download(item, into: part, events: events)
@@ -176,6 +177,7 @@ public final class ModelStore: Sendable {
 
     func item(for reference: String) throws -> Item {
         if let entry = catalog.entry(named: reference) {
+            try entry.validate(source: "the catalog")
             let folder = folder(entry.kind == .model ? "models" : "samples").appendingPathComponent(entry.name, isDirectory: true)
             return Item(name: entry.name, url: entry.url, packaging: entry.packaging, files: entry.files, size: entry.size,
                         sha256: entry.sha256?.lowercased(), kind: entry.kind, folder: folder, key: "\(entry.kind.rawValue)-\(entry.name)")
@@ -327,6 +329,18 @@ public final class ModelStore: Sendable {
                 try FileManager.default.createDirectory(at: folder(name), withIntermediateDirectories: true)
             } catch {
                 throw StoreError.cache(path: folder(name).path, reason: error.localizedDescription)
+            }
+        }
+    }
+
+    /// Removes staging folders a killed pull left behind (a day old: no pull takes that long).
+    private func sweepStaging() {
+        let staging = folder("staging")
+        let old = Date().addingTimeInterval(-86_400)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: staging.path)) ?? [] {
+            let url = staging.appendingPathComponent(name)
+            if let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date, modified < old {
+                try? FileManager.default.removeItem(at: url)
             }
         }
     }

@@ -165,6 +165,22 @@ import TestSupport
         #expect(try !store.remove("ssd"))
     }
 
+    @Test func catalogEntriesThatWouldWriteOutsideTheCacheAreRefused() throws {
+        let root = try temporaryCache("catalog")
+        for entry in [server.entry("../outside", file: "model.zip"),
+                      server.entry("ssd", file: "detect.tflite", packaging: .file, files: ["../detect.tflite"])] {
+            let file = root.appendingPathComponent("catalog.json")
+            try JSONEncoder().encode([entry]).write(to: file)
+            #expect { try Catalog.builtIn.merging(contentsOf: file) } throws: { error in
+                if case .invalidCatalog = error as? StoreError { return true } else { return false }
+            }
+            #expect { try store([entry], root: root).pull(entry.name) } throws: { error in
+                if case .invalidCatalog = error as? StoreError { return true } else { return false }
+            }
+        }
+        #expect(try server.requests().isEmpty)
+    }
+
     @Test func aURLIsCachedByItsAddress() throws {
         let root = try temporaryCache("url")
         let store = store([], root: root)
