@@ -69,6 +69,23 @@ import TestSupport
         #expect(try server.requests().isEmpty)
     }
 
+    /// A file-size limit (`ulimit -f`) makes writes fail as a full disk does.
+    @Test func aWriteFailureMidDownloadLosesNothingAndTheNextPullResumes() throws {
+        let limited = try RunningProgram("/bin/bash", ["-c", "trap '' XFSZ; ulimit -f 1024; exec \"$0\" models pull \(Catalog.defaultModel)", Fixtures.spotter],
+                                         environment: environment).wait()
+        #expect(limited.status != 0)
+        #expect(limited.errors.contains("File too large") && limited.errors.contains(".part"), "\(limited.errors)")
+        let spotter = cache.appendingPathComponent("spotter")
+        #expect(Fixtures.folders(spotter.appendingPathComponent("models")).isEmpty)
+        let parts = listing(spotter.appendingPathComponent("downloads")).filter { $0.hasSuffix(".part") }
+        #expect(parts.count == 1)
+
+        let resumed = try Fixtures.runSpotter(["models", "pull", Catalog.defaultModel], environment: environment)
+        #expect(resumed.status == 0, "\(resumed.errors)")
+        #expect(try sha256sum(URL(fileURLWithPath: resumed.output.trimmingCharacters(in: .whitespacesAndNewlines))) == sha256sum(Fixtures.detectModel))
+        #expect(try server.requests().last?.range == "bytes=1048576-")
+    }
+
     @Test func aMissingModelFileIsNamed() throws {
         let result = try Fixtures.runSpotter(["detect", Fixtures.shared.appendingPathComponent("images/chelsea.png").path,
                                               "--model", "/nonexistent/detect.tflite"], environment: environment)
