@@ -85,7 +85,7 @@ struct DetectorOptions: ParsableArguments {
         do {
             return try ObjectDetector(modelPath: path, options: options)
         } catch {
-            throw ValidationError("cannot use \(path): \(error)")
+            throw CommandFailure("cannot use \(path): \(error)")
         }
     }
 }
@@ -120,7 +120,7 @@ struct Detect: ParsableCommand {
 
     func run() throws {
         let files = try expand(inputs)
-        guard !files.isEmpty else { throw ValidationError("no pictures found in \(inputs.joined(separator: " "))") }
+        guard !files.isEmpty else { throw CommandFailure("no pictures found in \(inputs.joined(separator: " "))") }
         let detector = try self.detector.makeDetector()
         let annotator = saveDir == nil ? nil : try Annotator()
         if let saveDir { try FileManager.default.createDirectory(atPath: saveDir, withIntermediateDirectories: true) }
@@ -157,7 +157,7 @@ struct Detect: ParsableCommand {
         progress.finish()
         if format == .coco { print(ResultEncoding.serialize(coco)) }
         if failures > 0 {
-            throw ValidationError("\(failures) of \(files.count) pictures could not be processed (see above)")
+            throw CommandFailure("\(failures) of \(files.count) pictures could not be processed (see above)")
         }
     }
 
@@ -183,7 +183,7 @@ func expand(_ inputs: [String]) throws -> [String] {
     for input in inputs {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory) else {
-            throw ValidationError("\(input) does not exist")
+            throw CommandFailure("\(input) does not exist")
         }
         if isDirectory.boolValue {
             let names = try FileManager.default.contentsOfDirectory(atPath: input).sorted()

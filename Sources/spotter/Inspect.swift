@@ -59,11 +59,11 @@ struct Inspect: ParsableCommand {
 /// Loads a model, turning file and format errors into one line that says what to do.
 func loadModel(_ path: String) throws -> Model {
     guard FileManager.default.fileExists(atPath: path) else {
-        throw ValidationError("no model at \(path): check the path")
+        throw CommandFailure("no model at \(path): check the path")
     }
     do {
         return try Model(contentsOf: URL(fileURLWithPath: path))
     } catch let error as ModelFormatError {
-        throw ValidationError("cannot read \(path): \(error)")
+        throw CommandFailure("cannot read \(path): \(error)")
     }
 }

@@ -2,13 +2,6 @@ import ArgumentParser
 import Foundation
 import ModelStore
 
-/// A failure at run time: ArgumentParser prints "Error: " and the description, without the usage
-/// text a `ValidationError` adds (as for `StoreError`, whose descriptions say what to do).
-struct CommandFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ text: String) { description = text }
-}
-
 /// Flags of every command that may fetch a model or video.
 struct StoreFlags: ParsableArguments {
     @Flag(help: "Never download; use files and the cache only (also SPOTTER_OFFLINE=1).")

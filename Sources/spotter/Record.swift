@@ -57,7 +57,7 @@ struct Record: ParsableCommand {
         let detector = try options.makeDetector(pipelined: true)
         let reader: VideoReader
         let source = try self.detector.store.resolveVideo(input)
-        do { reader = try VideoReader(path: source) } catch { throw ValidationError("\(error)") }
+        do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
         let info = reader.info
         let albumStore = try Album(directory: URL(fileURLWithPath: album))
         let json = self.json
@@ -106,7 +106,7 @@ struct Record: ParsableCommand {
         } catch {
             bar.finish()
             try? session.finish()
-            throw ValidationError("\(input): \(error) (clips finished before the problem are in \(album))")
+            throw CommandFailure("\(input): \(error) (clips finished before the problem are in \(album))")
         }
         try session.finish()
         bar.finish()

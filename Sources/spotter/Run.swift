@@ -45,7 +45,7 @@ struct Run: ParsableCommand {
         let loaded = try loadModel(model)
         let indices = try tensors.map { name -> Int in
             guard let index = loaded.subgraph.tensors.firstIndex(where: { $0.name == name }) else {
-                throw ValidationError("the model has no tensor named \"\(name)\": see `spotter inspect \(model)`")
+                throw CommandFailure("the model has no tensor named \"\(name)\": see `spotter inspect \(model)`")
             }
             return index
         }
@@ -53,16 +53,16 @@ struct Run: ParsableCommand {
         if let threads { options.threadCount = threads }
         let interpreter = try Interpreter(model: loaded, options: options)
         guard inputs.count == interpreter.inputCount else {
-            throw ValidationError("the model has \(interpreter.inputCount) inputs, \(inputs.count) given")
+            throw CommandFailure("the model has \(interpreter.inputCount) inputs, \(inputs.count) given")
         }
         for (index, path) in inputs.enumerated() {
             let tensor = try NumPy.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), name: path)
             let expected = try interpreter.input(at: index)
             guard tensor.type == expected.type else {
-                throw ValidationError("\(path) holds \(tensor.type), input \(index) (\(expected.name)) needs \(expected.type)")
+                throw CommandFailure("\(path) holds \(tensor.type), input \(index) (\(expected.name)) needs \(expected.type)")
             }
             guard tensor.elementCount == expected.elementCount else {
-                throw ValidationError("\(path) has shape \(tensor.shape), input \(index) (\(expected.name)) needs \(expected.shape)")
+                throw CommandFailure("\(path) has shape \(tensor.shape), input \(index) (\(expected.name)) needs \(expected.shape)")
             }
             try interpreter.copy(tensor.data, toInputAt: index)
         }

@@ -18,3 +18,11 @@ struct Spotter: AsyncParsableCommand {
         subcommands: [Detect.self, Video.self, Record.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
     )
 }
+
+/// A failure at run time (a file that cannot be read, a damaged video): ArgumentParser prints
+/// "Error: " and the description, which says what to do, without the usage text that a
+/// `ValidationError` (a bad flag) adds. Library errors such as `StoreError` print the same way.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ text: String) { description = text }
+}

@@ -72,7 +72,7 @@ struct Video: ParsableCommand {
         let detector = try self.detector.makeDetector(pipelined: true)
         let reader: VideoReader
         let source = try self.detector.store.resolveVideo(input)
-        do { reader = try VideoReader(path: source) } catch { throw ValidationError("\(error)") }
+        do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
         let info = reader.info
         let writer = try VideoWriter(path: output, width: info.orientation.uprightSize(Size(width: info.width, height: info.height)).width,
                                      height: info.orientation.uprightSize(Size(width: info.width, height: info.height)).height,
@@ -97,7 +97,7 @@ struct Video: ParsableCommand {
         } catch {
             bar.finish()
             try? writer.finish()
-            throw ValidationError("\(input): \(error) (frames before the problem were written to \(output))")
+            throw CommandFailure("\(input): \(error) (frames before the problem were written to \(output))")
         }
         try writer.finish()
         try lines?.close()
