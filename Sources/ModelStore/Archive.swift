@@ -5,14 +5,18 @@ import TFLiteFormat
 /// Unpacks downloaded zip archives into a folder, refusing anything that could escape it or grow
 /// without bound.
 enum ArchiveExtractor {
-    /// Writes every file of the zip `bytes` under `folder` (which must exist and be empty).
+    /// Writes every file of the zip `archive` under `folder` (which must exist and be empty).
     /// - Throws: `StoreError.invalidArchive`, `.unsafeArchiveEntry` (absolute paths, `..`,
     ///   backslashes, duplicates), `.archiveTooLarge` (declared or actual sizes over `limit`),
     ///   `.cache` when a file cannot be written.
-    static func extract(_ bytes: [UInt8], from url: String, into folder: URL, limit: Int) throws {
+    static func extract(_ archive: Data, from url: String, into folder: URL, limit: Int) throws {
+        try archive.withUnsafeBytes { try extract($0, from: url, into: folder, limit: limit) }
+    }
+
+    private static func extract(_ bytes: UnsafeRawBufferPointer, from url: String, into folder: URL, limit: Int) throws {
         let entries: [ZipEntry]
         do {
-            entries = try bytes.withUnsafeBytes { try ZipArchive.entries(in: $0) }
+            entries = try ZipArchive.entries(in: bytes)
         } catch {
             throw StoreError.invalidArchive(url: url, reason: String(describing: error))
         }
@@ -59,8 +63,8 @@ enum ArchiveExtractor {
     }
 
     /// An entry's uncompressed bytes, checked against its declared size and CRC-32.
-    private static func contents(of entry: ZipEntry, in bytes: [UInt8], url: String) throws -> [UInt8] {
-        let compressed = bytes[entry.dataOffset..<(entry.dataOffset + entry.compressedSize)]
+    private static func contents(of entry: ZipEntry, in bytes: UnsafeRawBufferPointer, url: String) throws -> [UInt8] {
+        let compressed = UnsafeRawBufferPointer(rebasing: bytes[entry.dataOffset..<(entry.dataOffset + entry.compressedSize)])
         var output: [UInt8]
         switch entry.method {
         case 0:
@@ -82,22 +86,20 @@ enum ArchiveExtractor {
 
     /// Raw deflate into exactly `size` bytes; more output than declared is an error, not a
     /// bigger buffer.
-    private static func inflate(_ input: ArraySlice<UInt8>, size: Int, name: String, url: String) throws -> [UInt8] {
+    private static func inflate(_ input: UnsafeRawBufferPointer, size: Int, name: String, url: String) throws -> [UInt8] {
         var output = [UInt8](repeating: 0, count: size + 1)
         var stream = z_stream()
         guard spotter_inflate_init_raw(&stream) == Z_OK else {
             throw StoreError.invalidArchive(url: url, reason: "zlib could not start")
         }
         defer { inflateEnd(&stream) }
-        var input = Array(input)
-        let status: Int32 = input.withUnsafeMutableBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { target in
-                stream.next_in = source.baseAddress
-                stream.avail_in = uInt(source.count)
-                stream.next_out = target.baseAddress
-                stream.avail_out = uInt(target.count)
-                return CZlib.inflate(&stream, Z_FINISH)
-            }
+        let status: Int32 = output.withUnsafeMutableBufferPointer { target in
+            // zlib's next_in is not const, but zlib does not write through it.
+            stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+            stream.avail_in = uInt(input.count)
+            stream.next_out = target.baseAddress
+            stream.avail_out = uInt(target.count)
+            return CZlib.inflate(&stream, Z_FINISH)
         }
         guard status == Z_STREAM_END else {
             let reason = status == Z_BUF_ERROR || status == Z_OK ? "it unpacks to more than the \(size) bytes it declares" : "corrupt deflate data (zlib \(status))"

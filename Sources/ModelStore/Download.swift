@@ -21,14 +21,9 @@ struct TransferLimits {
 
 /// The outcome of a completed transfer into a part file.
 struct TransferResult {
-    var status: Int
     var contentType: String?
-    /// `ETag` (preferred) or `Last-Modified`, sent back as `If-Range` when resuming.
-    var validator: String?
     /// Bytes in the part file.
     var size: Int
-    /// Whether the transfer continued an existing part (HTTP 206).
-    var resumed: Bool
 }
 
 private let curlInitialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
@@ -273,7 +268,6 @@ enum HTTPDownload {
             // An empty body: the file is whatever the status says (nothing, or an unchanged part).
             if let failure = state.failure { throw failure }
         }
-        return TransferResult(status: state.status, contentType: state.contentType, validator: state.validator,
-                              size: state.offset, resumed: state.status == 206)
+        return TransferResult(contentType: state.contentType, size: state.offset)
     }
 }

@@ -124,15 +124,17 @@ public final class ModelStore: Sendable {
         events(.verifying(name: reference))
         let staging = try makeStaging()
         defer { try? FileManager.default.removeItem(at: staging) }
+        let content = staging.appendingPathComponent("item", isDirectory: true)
         let manifest: CachedItem
         do {
-            manifest = try verify(item, part: part, transfer: transfer, into: staging)
+            try FileManager.default.createDirectory(at: content, withIntermediateDirectories: false)
+            manifest = try verify(item, part: part, transfer: transfer, into: content)
         } catch {
             // Wrong bytes are not worth resuming.
             discardPart(part)
             throw error
         }
-        try install(staging, as: item.folder)
+        try install(content, as: item.folder, trash: staging)
         discardPart(part)
         var installed = manifest
         installed.folderPath = item.folder.path
@@ -251,11 +253,11 @@ public final class ModelStore: Sendable {
         var files = item.files
         switch item.packaging {
         case .zip:
-            let bytes: [UInt8]
-            do { bytes = [UInt8](try Data(contentsOf: part)) } catch {
+            let archive: Data
+            do { archive = try Data(contentsOf: part, options: .alwaysMapped) } catch {
                 throw StoreError.cache(path: part.path, reason: error.localizedDescription)
             }
-            try ArchiveExtractor.extract(bytes, from: item.url, into: staging, limit: options.maxExtractedBytes)
+            try ArchiveExtractor.extract(archive, from: item.url, into: staging, limit: options.maxExtractedBytes)
             if files.isEmpty { files = Self.listFiles(in: staging) }
         case .file:
             do {
@@ -293,27 +295,18 @@ public final class ModelStore: Sendable {
         }
     }
 
-    /// Moves a verified staging folder into place in one rename (replacing an old copy on `force`).
-    private func install(_ staging: URL, as target: URL) throws {
-        let manager = FileManager.default
+    /// Moves a verified folder into place in one rename; an old copy (on `force`) goes to `trash`.
+    private func install(_ content: URL, as target: URL, trash: URL) throws {
         do {
-            try manager.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            if manager.fileExists(atPath: target.path) {
-                try manager.moveItem(at: target, to: staging.appendingPathComponent(".replaced"))
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            if FileManager.default.fileExists(atPath: target.path) {
+                try FileManager.default.moveItem(at: target, to: trash.appendingPathComponent("replaced"))
             }
-            let fresh = staging.appendingPathComponent(".item")
-            // Everything staged except the old copy goes into `.item`, which then becomes the target.
-            try manager.createDirectory(at: fresh, withIntermediateDirectories: false)
-            for name in try manager.contentsOfDirectory(atPath: staging.path) where name != ".item" && name != ".replaced" {
-                try manager.moveItem(at: staging.appendingPathComponent(name), to: fresh.appendingPathComponent(name))
-            }
-            guard rename(fresh.path, target.path) == 0 else {
-                throw StoreError.cache(path: target.path, reason: String(cString: strerror(errno)))
-            }
-        } catch let error as StoreError {
-            throw error
         } catch {
             throw StoreError.cache(path: target.path, reason: error.localizedDescription)
+        }
+        guard rename(content.path, target.path) == 0 else {
+            throw StoreError.cache(path: target.path, reason: String(cString: strerror(errno)))
         }
     }
 

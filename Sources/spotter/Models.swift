@@ -22,17 +22,22 @@ struct StoreFlags: ParsableArguments {
     /// The local file for a path, catalog name or URL, downloading it with a progress display.
     func resolve(_ reference: String) throws -> URL {
         if FileManager.default.fileExists(atPath: reference) { return URL(fileURLWithPath: reference) }
-        let display = DownloadDisplay(name: reference)
-        defer { display.finish() }
-        return try makeStore().resolve(reference, events: display.show)
+        return try resolve(reference, in: makeStore())
     }
 
     /// A video input: a sample's name becomes its cached file; anything else (a file, a stream URL,
     /// a camera) is passed through.
     func resolveVideo(_ input: String) throws -> String {
-        guard !FileManager.default.fileExists(atPath: input), !input.contains("/"),
-              try makeStore().catalog.entry(named: input)?.kind == .sample else { return input }
-        return try resolve(input).path
+        guard !FileManager.default.fileExists(atPath: input), !input.contains("/") else { return input }
+        let store = try makeStore()
+        guard store.catalog.entry(named: input)?.kind == .sample else { return input }
+        return try resolve(input, in: store).path
+    }
+
+    private func resolve(_ reference: String, in store: ModelStore) throws -> URL {
+        let display = DownloadDisplay(name: reference)
+        defer { display.finish() }
+        return try store.resolve(reference, events: display.show)
     }
 }
 
