@@ -13,10 +13,11 @@ import numpy as np
 spotter = sys.argv[1]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 model = os.path.join(os.path.dirname(root), "shared", "models", "coco-ssd-mobilenet-v1", "detect.tflite")
-failures = []
+failures, checked = [], []
 
 
 def check(condition, message):
+    checked.append(message)
     print(("ok    " if condition else "FAIL  ") + message)
     if not condition:
         failures.append(message)
@@ -99,8 +100,11 @@ with tempfile.TemporaryDirectory() as out:
     check("clip_started" in kinds and finished and kinds[-1] == "finished", "record --json reports clip_started, clip_finished, finished")
     check(all(os.path.exists(os.path.join(album, e["path"])) and os.path.exists(os.path.join(album, e["thumbnail"])) for e in finished),
           "record writes each clip and its thumbnail into the album")
+    started = [e["path"] for e in events if e["event"] == "clip_started"]
+    check(started == [e["path"] for e in finished] and all(os.path.isabs(p) for p in started),
+          "record's clip_started and clip_finished name each clip by the same absolute path")
     missing = subprocess.run([spotter, "video", "/nonexistent.mp4", "--output", video, "--model", model], capture_output=True, text=True)
     check(missing.returncode != 0 and "/nonexistent.mp4" in missing.stderr, "video names an input it cannot open")
 
-print(f"{5 + 4 + 3 + 6 + 5 - len(failures)} passed, {len(failures)} failed")
+print(f"{len(checked) - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -61,6 +61,7 @@ struct Record: ParsableCommand {
         let info = reader.info
         let albumStore = try Album(directory: URL(fileURLWithPath: album))
         let json = self.json
+        let albumDirectory = albumStore.directory
         let emit: @Sendable (String) -> Void = { line in
             print(line)
             fflush(nil)
@@ -76,9 +77,11 @@ struct Record: ParsableCommand {
                 case .clipFinished(let entry):
                     if json {
                         emit(ResultEncoding.serialize([
-                            "event": "clip_finished", "path": entry.clip, "start": entry.start, "end": entry.end,
-                            "frames": entry.frames, "duration": entry.duration, "labels": entry.labels,
-                            "best_score": entry.bestScore, "thumbnail": entry.thumbnail ?? ""]))
+                            // Absolute paths, like clip_started's; the index keeps them relative to the album.
+                            "event": "clip_finished", "path": albumDirectory.appendingPathComponent(entry.clip).path,
+                            "start": entry.start, "end": entry.end,
+                            "frames": entry.frames, "duration": entry.duration, "labels": entry.labels, "best_score": entry.bestScore,
+                            "thumbnail": entry.thumbnail.map { albumDirectory.appendingPathComponent($0).path } ?? ""]))
                     } else {
                         emit(String(format: "%@  %.1f-%.1f s  %d frames  %@ (best %.2f)", entry.clip, entry.start, entry.end,
                                     entry.frames, entry.labels, entry.bestScore))
