@@ -14,8 +14,10 @@ struct Bench: ParsableCommand {
               spotter bench detect.tflite --backend reference --runs 5 --warmup 1 --json
             """)
 
-    @Argument(help: "Path to a .tflite model.")
+    @Argument(help: "A .tflite file, a catalog name (see `spotter models list`) or an http(s) URL.")
     var model: String
+
+    @OptionGroup var store: StoreFlags
 
     @Option(help: "Threads for the backend (default: all cores).")
     var threads: Int?
@@ -45,7 +47,7 @@ struct Bench: ParsableCommand {
     }
 
     func run() throws {
-        let loaded = try loadModel(model)
+        let loaded = try loadModel(model, store: store)
         let threadCount = threads ?? ProcessInfo.processInfo.activeProcessorCount
         let interpreter = try Interpreter(model: loaded, options: .init(threadCount: threadCount, backend: backend))
         if let input {

@@ -12,14 +12,16 @@ struct Inspect: ParsableCommand {
               spotter inspect detect.tflite --json | jq .operators
             """)
 
-    @Argument(help: "Path to a .tflite model.")
+    @Argument(help: "A .tflite file, a catalog name (see `spotter models list`) or an http(s) URL.")
     var model: String
+
+    @OptionGroup var store: StoreFlags
 
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
     func run() throws {
-        let loaded = try loadModel(model)
+        let loaded = try loadModel(model, store: store)
         let report = ModelReport(model: loaded)
         if json {
             let encoder = JSONEncoder()
@@ -56,8 +58,13 @@ struct Inspect: ParsableCommand {
     }
 }
 
-/// Loads a model, turning file and format errors into one line that says what to do.
-func loadModel(_ path: String) throws -> Model {
+/// Loads a model file, catalog name or URL (through the store), turning file and format errors
+/// into one line that says what to do.
+func loadModel(_ reference: String, store: StoreFlags) throws -> Model {
+    var path = reference
+    if reference.contains("://") || !(FileManager.default.fileExists(atPath: reference) || reference.contains("/") || reference.hasSuffix(".tflite")) {
+        path = try store.resolve(reference).path
+    }
     guard FileManager.default.fileExists(atPath: path) else {
         throw CommandFailure("no model at \(path): check the path")
     }

@@ -18,8 +18,10 @@ struct Run: ParsableCommand {
               spotter run detect.tflite --input frame.npy --output-dir out/ --tensor Squeeze --tensor convert_scores
             """)
 
-    @Argument(help: "Path to a .tflite model.")
+    @Argument(help: "A .tflite file, a catalog name (see `spotter models list`) or an http(s) URL.")
     var model: String
+
+    @OptionGroup var store: StoreFlags
 
     @Option(name: .customLong("input"), help: "An .npy file for the next model input (repeat for several inputs).")
     var inputs: [String] = []
@@ -42,7 +44,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        let loaded = try loadModel(model)
+        let loaded = try loadModel(model, store: store)
         let indices = try tensors.map { name -> Int in
             guard let index = loaded.subgraph.tensors.firstIndex(where: { $0.name == name }) else {
                 throw CommandFailure("the model has no tensor named \"\(name)\": see `spotter inspect \(model)`")

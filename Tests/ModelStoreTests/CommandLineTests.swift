@@ -49,6 +49,8 @@ import TestSupport
         #expect(offline.status == 0, "\(offline.errors)")
         #expect(try detections(offline.output) == detections(online.output))
         #expect(try server.requests().count == 1)
+        let inspected = try Fixtures.runSpotter(["inspect", Catalog.defaultModel, "--json", "--offline"], environment: environment)
+        #expect(inspected.status == 0 && inspected.output.contains("\"runnable\":true"), "\(inspected.errors)")
 
         let listed = try Fixtures.runSpotter(["models", "list", "--json"], environment: environment)
         let row = try #require(listed.output.split(separator: "\n").first { $0.contains(Catalog.defaultModel) })
