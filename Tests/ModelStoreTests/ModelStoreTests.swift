@@ -9,8 +9,9 @@ import TestSupport
 
     func store(_ entries: [CatalogEntry], root: URL, configure: (inout ModelStore.Options) -> Void = { _ in }) -> ModelStore {
         var options = ModelStore.Options(root: root, offline: false)
-        options.stallTimeout = 1
-        options.connectTimeout = 5
+        // Generous, so a loaded CI machine never looks like a stalled server; the stall test sets 1 s.
+        options.stallTimeout = 10
+        options.connectTimeout = 10
         configure(&options)
         return ModelStore(catalog: Catalog(entries: entries), options: options)
     }
@@ -112,7 +113,7 @@ import TestSupport
 
     @Test func aStalledServerTimesOut() throws {
         let started = Date()
-        try expectFailure(server.entry("ssd", mode: "stall", file: "model.zip"), configure: { $0.retries = 0 }) {
+        try expectFailure(server.entry("ssd", mode: "stall", file: "model.zip"), configure: { $0.retries = 0; $0.stallTimeout = 1 }) {
             if case .stalled(_, let seconds, let received) = $0 { return seconds == 1 && received == 1000 } else { return false }
         }
         #expect(Date().timeIntervalSince(started) < 15)
