@@ -111,9 +111,7 @@ public final class ModelStore: Sendable {
         if !force, let cached = try readManifest(in: item.folder) { return cached }
         guard !options.offline else { throw StoreError.offline(name: reference) }
         try prepareFolders()
-        let lock = try FileLock(path: folder("locks").appendingPathComponent(item.key + ".lock")) {
-            events(.waitingForOtherPull(name: reference))
-        }
+        let lock = try lock(item) { events(.waitingForOtherPull(name: reference)) }
         defer { withExtendedLifetime(lock) {} }
         // Whoever held the lock may have just finished this item.
         if !force, let cached = try readManifest(in: item.folder) { return cached }
@@ -146,7 +144,7 @@ public final class ModelStore: Sendable {
         let item = try item(for: reference)
         guard FileManager.default.fileExists(atPath: item.folder.path) else { return false }
         try prepareFolders()
-        let lock = try FileLock(path: folder("locks").appendingPathComponent(item.key + ".lock")) {}
+        let lock = try lock(item) {}
         defer { withExtendedLifetime(lock) {} }
         let trash = try makeStaging()
         defer { try? FileManager.default.removeItem(at: trash) }
@@ -157,9 +155,6 @@ public final class ModelStore: Sendable {
         }
         return true
     }
-
-    /// The folder an item of the catalog (or a URL) is cached in, whether it is there or not.
-    public func folder(for reference: String) throws -> URL { try item(for: reference).folder }
 
     // MARK: - Items
 
@@ -205,7 +200,7 @@ public final class ModelStore: Sendable {
         var restarted = false
         while true {
             let meta = readPartMeta(part, url: item.url)
-            let existing = (try? FileManager.default.attributesOfItem(atPath: part.path)[.size] as? Int) ?? 0
+            let existing = Self.size(of: part)
             events(.downloading(url: item.url, resumingAt: existing))
             do {
                 let result = try withoutActuallyEscaping(events) { events in
@@ -226,7 +221,7 @@ public final class ModelStore: Sendable {
                     events(.retrying(url: item.url, attempt: attempt, reason: error.description))
                 default:
                     // An empty part (an error status before any byte) is not worth keeping.
-                    if ((try? FileManager.default.attributesOfItem(atPath: part.path)[.size] as? Int) ?? 0) == 0 { discardPart(part) }
+                    if Self.size(of: part) == 0 { discardPart(part) }
                     throw error
                 }
             }
@@ -338,6 +333,11 @@ public final class ModelStore: Sendable {
         }
     }
 
+    /// The item's pull lock, shared by threads and processes using this cache.
+    private func lock(_ item: Item, waiting: () -> Void) throws -> FileLock {
+        try FileLock(path: folder("locks").appendingPathComponent(item.key + ".lock"), waiting: waiting)
+    }
+
     private func makeStaging() throws -> URL {
         let url = folder("staging").appendingPathComponent(UUID().uuidString, isDirectory: true)
         do { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) } catch {
@@ -386,6 +386,11 @@ public final class ModelStore: Sendable {
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
         digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Bytes in `file`, 0 when it does not exist.
+    static func size(of file: URL) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
     }
 
     static func head(of file: URL, count: Int) throws -> [UInt8] {
