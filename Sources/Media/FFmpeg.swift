@@ -47,6 +47,17 @@ enum FFmpeg {
         return code
     }
 
+    /// The entries of an `AVDictionary`.
+    static func dictionary(_ dictionary: OpaquePointer?) -> [String: String] {
+        var result: [String: String] = [:]
+        var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+        while let next = av_dict_get(dictionary, "", entry, AV_DICT_IGNORE_SUFFIX) {
+            result[String(cString: next.pointee.key)] = String(cString: next.pointee.value)
+            entry = next
+        }
+        return result
+    }
+
     static func pixelFormat(_ format: PixelFormat) -> AVPixelFormat {
         switch format {
         case .gray8: return AV_PIX_FMT_GRAY8
@@ -127,52 +138,91 @@ final class InputContext {
 }
 
 /// Owns an `SwsContext` converting frames of one size and format to another.
+///
+/// swscale's SIMD loops read and write whole vectors, past the end of a row and of the last row,
+/// and assume row strides aligned to 16 or more bytes; a tightly packed RGB24 row of 600 or 1000
+/// pixels is neither. So packed pixels never go to swscale in place: they pass through `staging`,
+/// a buffer this scaler owns with aligned strides and padding after the last row.
 final class Scaler {
     let pointer: OpaquePointer
     let source: (width: Int32, height: Int32, format: AVPixelFormat)
     let target: (width: Int32, height: Int32, format: AVPixelFormat)
+    /// Packed RGB24 rows of `stagingStride` bytes, with `Self.padding` bytes after the last row.
+    private var staging: UnsafeMutablePointer<UInt8>
+    private let stagingStride: Int
+    private let stagingRows: Int
+    /// Bytes swscale may touch past a row's end or past the last row (a few AVX-512 vectors).
+    static let padding = 256
 
     init?(from source: (Int32, Int32, AVPixelFormat), to target: (Int32, Int32, AVPixelFormat),
           flags: Int32 = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT) {
-        guard let context = sws_getContext(source.0, source.1, source.2, target.0, target.1, target.2, flags, nil, nil, nil) else {
+        guard source.0 > 0, source.1 > 0, target.0 > 0, target.1 > 0,
+              let context = sws_getContext(source.0, source.1, source.2, target.0, target.1, target.2, flags, nil, nil, nil) else {
             return nil
         }
         pointer = context
         self.source = source
         self.target = target
+        // The packed side is whichever of the two is RGB24 (the only packed format Spotter hands over).
+        let packed = target.2 == AV_PIX_FMT_RGB24 ? target : source
+        stagingStride = (Int(packed.0) * 3 + 63) & ~63
+        stagingRows = Int(packed.1)
+        let bytes = stagingStride * stagingRows + Self.padding
+        guard let memory = av_malloc(bytes) else { fatalError("av_malloc: out of memory") }
+        staging = memory.bindMemory(to: UInt8.self, capacity: bytes)
+        staging.initialize(repeating: 0, count: bytes)
     }
 
-    deinit { sws_freeContext(pointer) }
+    deinit {
+        sws_freeContext(pointer)
+        av_free(staging)
+    }
 
-    /// Converts `frame` into `image`, packed RGB24 of this scaler's target size.
-    func convert(_ frame: Frame, into image: inout Image) {
-        let height = frame.pointer.pointee.height
-        image.data.withUnsafeMutableBufferPointer { buffer in
-            var planes: [UnsafeMutablePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
-            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
-            withUnsafePointer(to: frame.pointer.pointee.data) { data in
-                withUnsafePointer(to: frame.pointer.pointee.linesize) { linesize in
-                    data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { sources in
-                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { sourceStrides in
-                            _ = sws_scale(pointer, sources, sourceStrides, 0, height, &planes, &strides)
-                        }
+    /// Converts `frame` (this scaler's source size and format, as FFmpeg allocated it) into a packed
+    /// RGB24 image of this scaler's target size.
+    func convert(_ frame: Frame) -> Image {
+        precondition(target.format == AV_PIX_FMT_RGB24 && frame.pointer.pointee.width == source.width
+                     && frame.pointer.pointee.height == source.height, "frame does not fit the scaler")
+        var planes: [UnsafeMutablePointer<UInt8>?] = [staging, nil, nil, nil]
+        var strides: [Int32] = [Int32(stagingStride), 0, 0, 0]
+        withUnsafePointer(to: frame.pointer.pointee.data) { data in
+            withUnsafePointer(to: frame.pointer.pointee.linesize) { linesize in
+                data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { sources in
+                    linesize.withMemoryRebound(to: Int32.self, capacity: 8) { sourceStrides in
+                        _ = sws_scale(pointer, sources, sourceStrides, 0, source.height, &planes, &strides)
                     }
                 }
             }
         }
+        let width = Int(target.width), height = Int(target.height), rowBytes = width * 3
+        var image = Image(width: width, height: height, format: .rgb24)
+        image.data.withUnsafeMutableBufferPointer { buffer in
+            for y in 0..<height {
+                (buffer.baseAddress! + y * rowBytes).update(from: staging + y * stagingStride, count: rowBytes)
+            }
+        }
+        return image
     }
 
-    /// Converts `image`, packed RGB24 of this scaler's source size, into `frame`'s planes.
+    /// Converts `image` (RGB24 of this scaler's source size, any row stride) into `frame`'s planes,
+    /// which FFmpeg allocated for this scaler's target size and format.
     func convert(_ image: Image, into frame: Frame) {
+        precondition(source.format == AV_PIX_FMT_RGB24 && image.format == .rgb24 && image.width == Int(source.width)
+                     && image.height == Int(source.height) && frame.pointer.pointee.width == target.width
+                     && frame.pointer.pointee.height == target.height, "image or frame does not fit the scaler")
+        let rowBytes = image.width * 3
         image.data.withUnsafeBufferPointer { buffer in
-            var planes: [UnsafePointer<UInt8>?] = [buffer.baseAddress, nil, nil, nil]
-            var strides: [Int32] = [Int32(image.width * 3), 0, 0, 0]
-            withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { data in
-                withUnsafeMutablePointer(to: &frame.pointer.pointee.linesize) { linesize in
-                    data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { targets in
-                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { targetStrides in
-                            _ = sws_scale(pointer, &planes, &strides, 0, Int32(image.height), targets, targetStrides)
-                        }
+            for y in 0..<image.height {
+                (staging + y * stagingStride).update(from: buffer.baseAddress! + y * image.strides[0], count: rowBytes)
+            }
+        }
+        var planes: [UnsafePointer<UInt8>?] = [UnsafePointer(staging), nil, nil, nil]
+        var strides: [Int32] = [Int32(stagingStride), 0, 0, 0]
+        withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { data in
+            withUnsafeMutablePointer(to: &frame.pointer.pointee.linesize) { linesize in
+                data.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { targets in
+                    linesize.withMemoryRebound(to: Int32.self, capacity: 8) { targetStrides in
+                        _ = sws_scale(pointer, &planes, &strides, 0, source.height, targets, targetStrides)
                     }
                 }
             }

@@ -74,9 +74,7 @@ public enum ImageFile {
         guard let scaler = Scaler(from: (f.width, f.height, format), to: (f.width, f.height, AV_PIX_FMT_RGB24)) else {
             throw MediaError.decodeFailed(path: path, reason: "no conversion from \(String(cString: av_get_pix_fmt_name(format))) to RGB24")
         }
-        var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
-        scaler.convert(frame, into: &image)
-        return image
+        return scaler.convert(frame)
     }
 
     /// Image file formats Spotter writes.

@@ -31,6 +31,8 @@ public final class VideoReader {
         /// How stored frames are turned upright (from the stream's display matrix).
         public var orientation: Orientation
         public var codec: String
+        /// The container's metadata tags (title, comment, and Spotter's own `spotter_*` tags).
+        public var metadata: [String: String] = [:]
     }
 
     public let path: String
@@ -90,7 +92,8 @@ public final class VideoReader {
             frameRate: rate.flatMap { $0 > 0 && $0 < 1000 ? $0 : nil }, duration: duration,
             frameCount: stream.pointee.nb_frames > 0 ? Int(stream.pointee.nb_frames) : nil,
             isLive: live, orientation: Orientation(rotation: rotation),
-            codec: String(cString: avcodec_get_name(parameters.pointee.codec_id)))
+            codec: String(cString: avcodec_get_name(parameters.pointee.codec_id)),
+            metadata: FFmpeg.dictionary(input.pointer.pointee.metadata))
     }
 
     /// Decodes the next frame; nil at the end of the stream.
@@ -141,8 +144,7 @@ public final class VideoReader {
             }
             scaler = made
         }
-        var image = Image(width: Int(f.width), height: Int(f.height), format: .rgb24)
-        scaler!.convert(frame, into: &image)
+        var image = scaler!.convert(frame)
         if info.orientation != .up { image = image.oriented(info.orientation) }
         nextIndex += 1
         return VideoFrame(image: image, time: time, index: nextIndex - 1)

@@ -20,13 +20,18 @@ public final class VideoWriter {
         public var fragmented: Bool = false
         /// Encoder threads. Default 1.
         public var threads: Int = 1
+        /// Tags stored in the file's header (kept by the MP4 muxer's `use_metadata_tags`), read back
+        /// by ``VideoReader/Info/metadata``. Default none.
+        public var metadata: [String: String] = [:]
 
-        public init(frameRate: Double = 25, preset: String = "veryfast", crf: Int = 23, fragmented: Bool = false, threads: Int = 1) {
+        public init(frameRate: Double = 25, preset: String = "veryfast", crf: Int = 23, fragmented: Bool = false, threads: Int = 1,
+                    metadata: [String: String] = [:]) {
             self.frameRate = frameRate
             self.preset = preset
             self.crf = crf
             self.fragmented = fragmented
             self.threads = threads
+            self.metadata = metadata
         }
     }
 
@@ -39,7 +44,8 @@ public final class VideoWriter {
     private let stream: UnsafeMutablePointer<AVStream>
     private let frame = Frame()
     private let packet = Packet()
-    private let scaler: Scaler
+    /// Replaced when a frame of another size arrives (a stream that changes resolution).
+    private var scaler: Scaler
     private var firstTime: Double?
     private var lastPTS: Int64 = -1
     private var finished = false
@@ -85,7 +91,9 @@ public final class VideoWriter {
         try output.open()
         if options.fragmented { output.pointer.pointee.flags |= AVFMT_FLAG_FLUSH_PACKETS }
         var muxOptions: OpaquePointer? = nil
-        av_dict_set(&muxOptions, "movflags", options.fragmented ? "+frag_keyframe+empty_moov+default_base_moof" : "+faststart", 0)
+        for (key, value) in options.metadata { av_dict_set(&output.pointer.pointee.metadata, key, value, 0) }
+        let movflags = (options.fragmented ? "+frag_keyframe+empty_moov+default_base_moof" : "+faststart") + (options.metadata.isEmpty ? "" : "+use_metadata_tags")
+        av_dict_set(&muxOptions, "movflags", movflags, 0)
         defer { av_dict_free(&muxOptions) }
         try FFmpeg.check(avformat_write_header(output.pointer, &muxOptions)) { .cannotWrite(path: path, reason: $0) }
         avio_flush(output.pointer.pointee.pb)
@@ -105,11 +113,19 @@ public final class VideoWriter {
         if !finished { try? finish() }
     }
 
-    /// Encodes `image` (RGB24, the writer's size) shown at `time` seconds (source time; the first
-    /// frame becomes 0). Frames whose time does not advance get the next millisecond.
+    /// Encodes `image` shown at `time` seconds (source time; the first frame becomes 0). Frames
+    /// whose time does not advance get the next millisecond; a picture of another size than the
+    /// writer's is scaled to it.
     public func write(_ image: Image, time: Double) throws {
         precondition(!finished, "write after finish")
         let rgb = image.converted(to: .rgb24)
+        if scaler.source.width != Int32(rgb.width) || scaler.source.height != Int32(rgb.height) {
+            guard let resized = Scaler(from: (Int32(rgb.width), Int32(rgb.height), AV_PIX_FMT_RGB24),
+                                       to: (Int32(width), Int32(height), AV_PIX_FMT_YUV420P), flags: SWS_BILINEAR) else {
+                throw MediaError.encodeFailed(path: path, reason: "no conversion from \(rgb.width)x\(rgb.height) to \(width)x\(height)")
+            }
+            scaler = resized
+        }
         guard av_frame_make_writable(frame.pointer) >= 0 else { throw MediaError.encodeFailed(path: path, reason: "frame not writable") }
         scaler.convert(rgb, into: frame)
         if firstTime == nil { firstTime = time }
