@@ -38,6 +38,14 @@ public struct Detection: Sendable, Equatable, Codable {
     public var box: Rect
     /// The box divided by the picture's width and height.
     public var normalizedBox: Rect
+
+    public init(classIndex: Int, label: String, score: Float, box: Rect, normalizedBox: Rect) {
+        self.classIndex = classIndex
+        self.label = label
+        self.score = score
+        self.box = box
+        self.normalizedBox = normalizedBox
+    }
 }
 
 /// What `detect` found in one picture.
@@ -78,7 +86,7 @@ public final class ObjectDetector {
         /// Drop these label names. Default: none.
         public var categoryDenylist: [String]?
         /// Default: all cores.
-        public var threadCount: Int = ProcessInfo.processInfo.activeProcessorCount
+        public var threadCount: Int = Processors.available
         /// Default: `.xnnpack`.
         public var backend: Interpreter.Options.Backend = .xnnpack
         /// Default `.stretch`, as the shared SSD model was trained.
@@ -92,7 +100,7 @@ public final class ObjectDetector {
         public var parksThreadsBetweenPictures = false
 
         public init(scoreThreshold: Float = 0.5, maxResults: Int? = nil, categoryAllowlist: [String]? = nil,
-                    categoryDenylist: [String]? = nil, threadCount: Int = ProcessInfo.processInfo.activeProcessorCount,
+                    categoryDenylist: [String]? = nil, threadCount: Int = Processors.available,
                     backend: Interpreter.Options.Backend = .xnnpack, resizeMode: ResizeMode = .stretch,
                     normalization: Normalization? = nil, labelsPath: String? = nil) {
             self.scoreThreshold = scoreThreshold

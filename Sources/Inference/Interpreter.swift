@@ -33,8 +33,14 @@ public final class Interpreter {
             case tensors(Set<Int>)
         }
 
-        /// Threads for the backend's kernels. Default: the number of active processors.
+        /// Threads for the backend's kernels, at most ``Processors/available`` (more only wait for
+        /// each other, so larger values are lowered to it). Default: ``Processors/available``.
         public var threadCount: Int
+        /// With more than one thread, measure now and then whether the pool or the calling thread
+        /// alone is faster and use that (see ``ThreadChoice``): when another program keeps a core
+        /// busy, one thread is several times faster than a pool waiting for the busy core.
+        /// Default true; false always uses the pool.
+        public var adaptsThreadsToLoad = true
         /// Default: `.xnnpack`.
         public var backend: Backend
         /// Default: `.none` (only inputs, outputs and constants can be read).
@@ -47,7 +53,7 @@ public final class Interpreter {
         public var parksThreadsAfterInvoke = false
 
         public init(
-            threadCount: Int = ProcessInfo.processInfo.activeProcessorCount, backend: Backend = .xnnpack,
+            threadCount: Int = Processors.available, backend: Backend = .xnnpack,
             preservedTensors: Preserved = .none, maxArenaBytes: Int = 4 << 30
         ) {
             self.threadCount = threadCount
@@ -85,7 +91,7 @@ public final class Interpreter {
         var pool: ThreadPool?
         if options.backend == .xnnpack {
             try XNNPACK.initialize()
-            pool = ThreadPool(threads: max(1, options.threadCount))
+            pool = ThreadPool(threads: Self.threads(for: options))
         }
         for op in graph.operators {
             context.op = op
@@ -133,14 +139,37 @@ public final class Interpreter {
         pointers.deallocate()
     }
 
+    /// The threads `options` give: `threadCount` between 1 and ``Processors/available``; 1 for the
+    /// single-threaded reference backend.
+    public static func threads(for options: Options) -> Int {
+        options.backend == .reference ? 1 : min(max(1, options.threadCount), Processors.available)
+    }
+
+    /// Threads the kernels run on.
+    public var threadCount: Int { pool?.threadCount ?? 1 }
+
+    private var threadChoice = ThreadChoice()
+
     public var inputCount: Int { graph.inputs.count }
     public var outputCount: Int { graph.outputs.count }
 
     /// Runs the model on the current input contents.
     public func invoke() throws {
         let memory = TensorMemory(pointers: pointers)
+        guard let pool, pool.handle != nil, options.adaptsThreadsToLoad else {
+            for kernel in kernels { kernel.run(memory) }
+            if options.parksThreadsAfterInvoke { pool?.park() }
+            return
+        }
+        pool.active = threadChoice.usePool ? pool.handle : nil
+        let start = ContinuousClock.now
         for kernel in kernels { kernel.run(memory) }
-        if options.parksThreadsAfterInvoke { pool?.park() }
+        let end = ContinuousClock.now
+        let elapsed = (end - start).components
+        threadChoice.record(seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, now: end)
+        // Parking is a job for the workers too; on the calling thread alone they are left to fall
+        // asleep by themselves (waiting for a descheduled worker is what single-threading avoids).
+        if options.parksThreadsAfterInvoke && pool.active != nil { pool.park() }
     }
 
     /// Time spent in one operator, from ``profile(runs:)``.

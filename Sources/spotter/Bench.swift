@@ -19,7 +19,7 @@ struct Bench: ParsableCommand {
 
     @OptionGroup var store: StoreFlags
 
-    @Option(help: "Threads for the backend (default: all cores).")
+    @Option(help: "Threads for the backend (default: the cores this process may use; at most that many).")
     var threads: Int?
 
     @Option(help: "Timed runs.")
@@ -48,8 +48,8 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         let loaded = try loadModel(model, store: store)
-        let threadCount = threads ?? ProcessInfo.processInfo.activeProcessorCount
-        let interpreter = try Interpreter(model: loaded, options: .init(threadCount: threadCount, backend: backend))
+        let interpreter = try Interpreter(model: loaded, options: .init(threadCount: threadsWithinCores(threads), backend: backend))
+        let threadCount = interpreter.threadCount
         if let input {
             try interpreter.copy(try NumPy.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: input))), name: input).data, toInputAt: 0)
         } else {

@@ -35,7 +35,7 @@ struct Run: ParsableCommand {
     @Option(help: "Kernels to run: \(Interpreter.Options.Backend.allCases.map(\.rawValue).joined(separator: ", ")).")
     var backend: Interpreter.Options.Backend = .reference
 
-    @Option(help: "Threads for the backend (default: all cores).")
+    @Option(help: "Threads for the backend (default: the cores this process may use; at most that many).")
     var threads: Int?
 
     func validate() throws {
@@ -52,7 +52,7 @@ struct Run: ParsableCommand {
             return index
         }
         var options = Interpreter.Options(backend: backend, preservedTensors: .tensors(Set(indices)))
-        if let threads { options.threadCount = threads }
+        options.threadCount = threadsWithinCores(threads)
         let interpreter = try Interpreter(model: loaded, options: options)
         guard inputs.count == interpreter.inputCount else {
             throw CommandFailure("the model has \(interpreter.inputCount) inputs, \(inputs.count) given")

@@ -11,6 +11,9 @@
 /// Output channels per packed weight block.
 #define SPOTTER_CONV_NR 32
 
+/// Processors in this process's CPU affinity mask (taskset, containers), or -1.
+int spotter_affinity_cpu_count(void);
+
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
 int spotter_has_vnni(void);
 

@@ -95,7 +95,7 @@ final class VNNIConvolution: Kernel {
 
     func run(_ memory: TensorMemory) {
         withUnsafePointer(to: &conv) { conv in
-            spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.handle)
+            spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.active)
         }
     }
 }

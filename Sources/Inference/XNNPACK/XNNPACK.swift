@@ -25,16 +25,26 @@ enum XNNPACK {
 }
 
 /// A pthreadpool shared by the XNNPACK operators of one interpreter (nil handle: run on the caller's thread).
+///
+/// Operators are set up with `handle` (XNNPACK sizes its tiles for the pool) and run with `active`,
+/// which is `handle` or nil: with nil every operator runs on the calling thread. ``ThreadChoice``
+/// switches between the two when another process takes a core, because pthreadpool's fork-join
+/// then waits for a descheduled worker at every operator.
 final class ThreadPool {
     let handle: pthreadpool_t?
+    /// The pool the next invoke runs on: `handle`, or nil for the calling thread only.
+    var active: pthreadpool_t?
 
     init(threads: Int) {
         handle = threads > 1 ? pthreadpool_create(threads) : nil
+        active = handle
     }
 
     deinit {
         if let handle { pthreadpool_destroy(handle) }
     }
+
+    var threadCount: Int { handle.map { Int(pthreadpool_get_threads_count($0)) } ?? 1 }
 
     /// Lets the worker threads sleep until the next job instead of spinning, so the cores go to
     /// other work between invokes (decoding and encoding threads of a video pipeline).
@@ -78,7 +88,7 @@ final class XNNPACKKernel: Kernel {
 
     func run(_ memory: TensorMemory) {
         // Setup succeeded with these addresses, so running can only fail on misuse.
-        let status = xnn_run_operator(handle, pool.handle)
+        let status = xnn_run_operator(handle, pool.active)
         precondition(status == xnn_status_success, "xnn_run_operator failed with status \(status.rawValue)")
     }
 }

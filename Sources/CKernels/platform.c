@@ -1,0 +1,10 @@
+// sched_getaffinity and CPU_COUNT need _GNU_SOURCE and macros Swift's Glibc module does not import.
+#define _GNU_SOURCE
+#include <sched.h>
+#include "spotter_kernels.h"
+
+int spotter_affinity_cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    return CPU_COUNT(&set);
+}
