@@ -1,12 +1,17 @@
 import Foundation
 import GRDB
+import Imaging
+import Media
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One recorded clip, as the album's index stores it.
 public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "clips"
 
     public var id: Int64?
-    /// The input the clip was cut from.
+    /// The input the clip was cut from: an absolute path or a URL.
     public var source: String
     /// Path relative to the album.
     public var clip: String
@@ -21,9 +26,12 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     public var bestScore: Double
     /// When the clip was written (ISO 8601, UTC).
     public var createdAt: String
+    /// The recording was cut short (killed process, full disk) and the clip was indexed later from
+    /// what could be decoded; labels and scores are then unknown.
+    public var incomplete: Bool = false
 
     enum CodingKeys: String, CodingKey {
-        case id, source, clip, thumbnail, start, end, duration, frames, labels
+        case id, source, clip, thumbnail, start, end, duration, frames, labels, incomplete
         case bestScore = "best_score"
         case createdAt = "created_at"
     }
@@ -31,44 +39,112 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
-/// A folder of clips (`clips/`), thumbnails (`thumbnails/`) and an SQLite index (`index.sqlite`).
+/// Why an album could not be opened or written.
+public enum AlbumError: Error, Equatable, Sendable, CustomStringConvertible {
+    case cannotCreate(path: String, reason: String)
+    case notAnAlbum(path: String, reason: String)
+    case indexFailed(path: String, reason: String)
+    case cannotReserveClip(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreate(let path, let reason): return "cannot create the album folder \(path): \(reason)"
+        case .notAnAlbum(let path, let reason): return "\(path) is not a usable album: \(reason)"
+        case .indexFailed(let path, let reason): return "cannot update the album index \(path): \(reason)"
+        case .cannotReserveClip(let path, let reason): return "cannot create the clip file \(path): \(reason)"
+        }
+    }
+}
+
+/// A clip file created for one writer: the name is taken atomically (`O_EXCL`) and the file stays
+/// locked (`flock`) until the reservation is released, so no other process writes to it or adopts it
+/// as an orphan while it is being recorded.
+public final class ClipReservation: @unchecked Sendable {
+    // The descriptor is only closed once, in `release()` or `deinit`, by the one owner.
+    /// Paths relative to the album.
+    public let clip: String
+    public let thumbnail: String
+    /// Absolute path of the clip file.
+    public let path: String
+    private var descriptor: Int32
+
+    init(clip: String, thumbnail: String, path: String, descriptor: Int32) {
+        self.clip = clip
+        self.thumbnail = thumbnail
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    /// Unlocks the file (after its index row is written, or after it was removed).
+    public func release() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+}
+
+/// What ``Album/repair()`` did.
+public struct AlbumRepair: Sendable {
+    /// Clips without an index row that could be decoded, now indexed as incomplete.
+    public var adopted: [ClipEntry] = []
+    /// Clip files without a row and without a decodable frame, removed (relative paths).
+    public var removed: [String] = []
+}
+
+/// A folder of clips (`clips/`), thumbnails (`thumbnails/`, 320 px wide, with a full-size
+/// `*-full.jpg` snapshot beside each) and an SQLite index (`index.sqlite`, WAL, busy timeout).
 ///
 /// Clip names start with the UTC time the recording run began and a sequence number, so they sort
-/// by time and never collide, also across runs into the same album. Safe to use from one thread at a
-/// time (GRDB serializes database access).
-public final class Album {
+/// by time; each is reserved with `O_EXCL`, so two runs (threads or processes) never share one.
+/// Several processes may record into one album at once. Safe to use from several threads (GRDB
+/// serializes database access; a reservation belongs to one writer).
+public final class Album: @unchecked Sendable {
+    // `sequence` is guarded by `lock`; everything else is immutable or thread-safe (GRDB's pool).
     public let directory: URL
-    private let database: DatabaseQueue
+    private let database: DatabasePool
     private let runStamp: String
+    private let lock = NSLock()
     private var sequence = 0
+    /// Width of thumbnails, in pixels. The full-size best frame is kept beside each.
+    public static let thumbnailWidth = 320
 
     /// Opens (creating if needed) the album at `directory`.
     ///
-    /// - Throws: file system and GRDB errors.
+    /// - Throws: ``AlbumError``.
     public init(directory: URL) throws {
         self.directory = directory
         let manager = FileManager.default
-        for sub in ["clips", "thumbnails"] {
-            try manager.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
+        var isDirectory: ObjCBool = false
+        if manager.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw AlbumError.notAnAlbum(path: directory.path, reason: "it is a file, not a folder")
         }
-        database = try DatabaseQueue(path: directory.appendingPathComponent("index.sqlite").path)
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.create(table: ClipEntry.databaseTableName) { t in
-                t.autoIncrementedPrimaryKey("id")
-                t.column("source", .text).notNull()
-                t.column("clip", .text).notNull().unique()
-                t.column("thumbnail", .text)
-                t.column("start", .double).notNull()
-                t.column("end", .double).notNull()
-                t.column("duration", .double).notNull()
-                t.column("frames", .integer).notNull()
-                t.column("labels", .text).notNull()
-                t.column("best_score", .double).notNull()
-                t.column("created_at", .text).notNull()
+        for sub in ["clips", "thumbnails"] {
+            do {
+                try manager.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
+            } catch {
+                throw AlbumError.cannotCreate(path: directory.appendingPathComponent(sub).path, reason: Self.reason(error))
             }
         }
-        try migrator.migrate(database)
+        guard manager.isWritableFile(atPath: directory.appendingPathComponent("clips").path) else {
+            throw AlbumError.cannotCreate(path: directory.appendingPathComponent("clips").path, reason: "the folder is not writable")
+        }
+        let indexPath = directory.appendingPathComponent("index.sqlite").path
+        var configuration = Configuration()
+        // Other recorders, `album repair` and readers share the file: wait for their locks.
+        configuration.busyMode = .timeout(30)
+        do {
+            database = try DatabasePool(path: indexPath, configuration: configuration)
+            try database.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try Self.createSchema(db)
+                    return .commit
+                }
+            }
+        } catch {
+            throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
+        }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -76,24 +152,59 @@ public final class Album {
         runStamp = formatter.string(from: Date())
     }
 
-    /// Paths for the next clip and its thumbnail, relative to the album; never an existing file.
-    public func nextClipNames() -> (clip: String, thumbnail: String) {
+    /// The clips table, and the `incomplete` column albums made before it lack.
+    private static func createSchema(_ db: Database) throws {
+        try db.create(table: ClipEntry.databaseTableName, options: .ifNotExists) { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("source", .text).notNull()
+            t.column("clip", .text).notNull().unique()
+            t.column("thumbnail", .text)
+            t.column("start", .double).notNull()
+            t.column("end", .double).notNull()
+            t.column("duration", .double).notNull()
+            t.column("frames", .integer).notNull()
+            t.column("labels", .text).notNull()
+            t.column("best_score", .double).notNull()
+            t.column("created_at", .text).notNull()
+            t.column("incomplete", .boolean).notNull().defaults(to: false)
+        }
+        if try !db.columns(in: ClipEntry.databaseTableName).contains(where: { $0.name == "incomplete" }) {
+            try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: "incomplete", .boolean).notNull().defaults(to: false) }
+        }
+    }
+
+    /// Creates the next clip file (empty, locked) and names its thumbnail; never an existing name,
+    /// also when other processes record into this album at the same time.
+    ///
+    /// - Throws: ``AlbumError/cannotReserveClip(path:reason:)``.
+    public func reserveClip() throws -> ClipReservation {
         while true {
+            lock.lock()
             sequence += 1
             let stem = "\(runStamp)-\(String(format: "%03d", sequence))"
+            lock.unlock()
             let clip = "clips/\(stem).mp4"
-            if !FileManager.default.fileExists(atPath: directory.appendingPathComponent(clip).path) {
-                return (clip, "thumbnails/\(stem).jpg")
+            let path = directory.appendingPathComponent(clip).path
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if descriptor < 0 {
+                if errno == EEXIST { continue }
+                throw AlbumError.cannotReserveClip(path: path, reason: String(cString: strerror(errno)))
             }
+            _ = flock(descriptor, LOCK_EX)
+            return ClipReservation(clip: clip, thumbnail: "thumbnails/\(stem).jpg", path: path, descriptor: descriptor)
         }
     }
 
     /// Adds a finished clip to the index.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     @discardableResult
     public func add(_ entry: ClipEntry) throws -> ClipEntry {
-        var entry = entry
-        try database.write { db in try entry.insert(db) }
-        return entry
+        do {
+            return try database.write { db in try entry.inserted(db) }
+        } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
     }
 
     /// Every clip, oldest first.
@@ -101,7 +212,84 @@ public final class Album {
         try database.read { db in try ClipEntry.order(Column("clip")).fetchAll(db) }
     }
 
+    /// Writes a clip's thumbnail (``thumbnailWidth`` wide) and a full-size snapshot beside it
+    /// (`NAME-full.jpg`); returns the thumbnail's path relative to the album.
+    ///
+    /// - Throws: ``MediaError``.
+    @discardableResult
+    public func writeThumbnail(_ frame: Image, named thumbnail: String) throws -> String {
+        let full = directory.appendingPathComponent(thumbnail).deletingPathExtension().path + "-full.jpg"
+        try ImageFile.write(frame, to: full, format: .jpeg(quality: 85))
+        let width = min(Self.thumbnailWidth, frame.width)
+        let height = max(1, Int((Double(frame.height) * Double(width) / Double(frame.width)).rounded()))
+        let small = frame.resized(to: Size(width: width, height: height), filter: .area)
+        try ImageFile.write(small, to: directory.appendingPathComponent(thumbnail).path, format: .jpeg(quality: 85))
+        return thumbnail
+    }
+
+    /// Indexes `clip` (relative path) from what can be decoded of it, as incomplete, with a
+    /// thumbnail of its first frame; removes it when no frame can be decoded. Returns the entry, or
+    /// nil when the file was removed.
+    ///
+    /// - Throws: ``AlbumError`` when the index cannot be written.
+    public func adopt(_ clip: String, source: String? = nil, start: Double? = nil) throws -> ClipEntry? {
+        let path = directory.appendingPathComponent(clip).path
+        var frames = 0, first: Image?, lastTime = 0.0, rate = 25.0
+        var recordedSource = source, recordedStart = start
+        if let reader = try? VideoReader(path: path) {
+            rate = reader.info.frameRate ?? rate
+            recordedSource = recordedSource ?? reader.info.metadata["spotter_source"]
+            recordedStart = recordedStart ?? reader.info.metadata["spotter_start"].flatMap(Double.init)
+            while let frame = try? reader.nextFrame() {
+                if first == nil { first = frame.image }
+                frames += 1
+                lastTime = frame.time
+            }
+        }
+        guard frames > 0, let first else {
+            try? FileManager.default.removeItem(atPath: path)
+            return nil
+        }
+        let stem = URL(fileURLWithPath: clip).deletingPathExtension().lastPathComponent
+        let thumbnail = try? writeThumbnail(first, named: "thumbnails/\(stem).jpg")
+        let startTime = recordedStart ?? 0
+        return try add(ClipEntry(
+            id: nil, source: recordedSource ?? "unknown", clip: clip, thumbnail: thumbnail, start: startTime, end: startTime + lastTime,
+            duration: lastTime + 1 / rate, frames: frames, labels: "", bestScore: 0, createdAt: Self.timestamp(), incomplete: true))
+    }
+
+    /// Finds clip files without an index row (left by a killed run or a full disk) that no
+    /// running recorder holds, indexes the readable ones as incomplete, and removes the others.
+    ///
+    /// - Throws: ``AlbumError``.
+    @discardableResult
+    public func repair() throws -> AlbumRepair {
+        let indexed = Set(try clips().map(\.clip))
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("clips").path)) ?? []
+        var report = AlbumRepair()
+        for name in names.sorted() where name.hasSuffix(".mp4") && !indexed.contains("clips/\(name)") {
+            let clip = "clips/\(name)"
+            // A recorder holds its clip's lock until the row is written: skip those.
+            let descriptor = open(directory.appendingPathComponent(clip).path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
+            if let entry = try adopt(clip) { report.adopted.append(entry) } else { report.removed.append(clip) }
+        }
+        return report
+    }
+
     static func timestamp() -> String {
         ISO8601DateFormatter().string(from: Date())
+    }
+
+    /// One sentence for a Foundation or SQLite error.
+    static func reason(_ error: Error) -> String {
+        if let error = error as? DatabaseError { return error.message ?? "\(error)" }
+        let ns = error as NSError
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        return ns.localizedDescription
     }
 }

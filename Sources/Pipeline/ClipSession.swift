@@ -41,11 +41,13 @@ public final class ClipSession: @unchecked Sendable {
     private var recorder: ClipRecorder<DetectedFrame>
     private var current: OpenClip?
 
+    /// Clips indexed so far (complete or not).
+    public private(set) var clipsFinished = 0
+
     private struct OpenClip {
         /// Created at the first frame, when the frame size is known.
         var writer: VideoWriter?
-        var path: String
-        var names: (clip: String, thumbnail: String)
+        var reservation: ClipReservation
         var start: Double
         var end: Double = 0
         var labels: Set<String> = []
@@ -63,24 +65,47 @@ public final class ClipSession: @unchecked Sendable {
     }
 
     /// Feeds one detected frame (in order). A frame matches when it has any detection.
+    ///
+    /// - Throws: ``MediaError`` or ``AlbumError`` when a clip cannot be written (a full disk); the
+    ///   clip so far is then indexed as incomplete (or removed if nothing of it is readable) before
+    ///   the error is thrown, so the album stays consistent.
     public func consume(_ item: DetectedFrame) throws {
         let matched = !(item.detections ?? []).isEmpty
-        try perform(recorder.feed(item, time: item.frame.time, matched: matched))
+        do {
+            try perform(recorder.feed(item, time: item.frame.time, matched: matched))
+        } catch {
+            salvage()
+            throw error
+        }
     }
 
     /// Closes the open clip, if any (end of input, SIGINT, SIGTERM).
     public func finish() throws {
-        try perform(recorder.finish())
+        do {
+            try perform(recorder.finish())
+        } catch {
+            salvage()
+            throw error
+        }
+    }
+
+    /// After a failed write: closes what can be closed of the open clip and indexes what of it is
+    /// readable as incomplete, or removes it.
+    private func salvage() {
+        guard let clip = current else { return }
+        current = nil
+        try? clip.writer?.finish()
+        if (try? album.adopt(clip.reservation.clip, source: source, start: clip.start)) != nil { clipsFinished += 1 }
+        clip.reservation.release()
     }
 
     private func perform(_ actions: [ClipRecorder<DetectedFrame>.Action]) throws {
         for action in actions {
             switch action {
             case .open(let start):
-                let names = album.nextClipNames()
-                let path = album.directory.appendingPathComponent(names.clip).path
-                current = OpenClip(writer: nil, path: path, names: names, start: start)
-                events(.clipStarted(path: path, start: start))
+                let reservation = try album.reserveClip()
+                current = OpenClip(writer: nil, reservation: reservation, start: start)
+                events(.clipStarted(path: reservation.path, start: start))
             case .write(let item, let time):
                 try write(item, time: time)
             case .close(let end):
@@ -95,9 +120,13 @@ public final class ClipSession: @unchecked Sendable {
         let detections = item.detections ?? []
         if let annotator { annotator.draw(detections, on: &image) }
         if clip.writer == nil {
+            // The source and start are stored in the clip, so an album repair can index it if this
+            // run dies before writing its row.
             clip.writer = try VideoWriter(
-                path: clip.path, width: image.width, height: image.height,
-                options: .init(frameRate: options.frameRate, preset: options.preset, fragmented: true))
+                path: clip.reservation.path, width: image.width, height: image.height,
+                options: .init(frameRate: options.frameRate, preset: options.preset, fragmented: true,
+                               metadata: ["spotter_source": source, "spotter_start": String(clip.start)]))
+            current = clip
         }
         try clip.writer!.write(image, time: time)
         clip.end = time
@@ -113,22 +142,26 @@ public final class ClipSession: @unchecked Sendable {
     }
 
     private func close(end: Double) throws {
-        guard let clip = current, let writer = clip.writer else {
+        guard let clip = current else { return }
+        guard let writer = clip.writer else {
             current = nil
+            try? FileManager.default.removeItem(atPath: clip.reservation.path)
+            clip.reservation.release()
             return
         }
-        current = nil
         try writer.finish()
         var thumbnail: String? = nil
         if let best = clip.bestFrame {
-            try ImageFile.write(best, to: album.directory.appendingPathComponent(clip.names.thumbnail).path, format: .jpeg(quality: 85))
-            thumbnail = clip.names.thumbnail
+            thumbnail = try album.writeThumbnail(best, named: clip.reservation.thumbnail)
         }
+        current = nil
+        defer { clip.reservation.release() }
         let entry = try album.add(ClipEntry(
-            id: nil, source: source, clip: clip.names.clip, thumbnail: thumbnail, start: clip.start, end: clip.end,
+            id: nil, source: source, clip: clip.reservation.clip, thumbnail: thumbnail, start: clip.start, end: clip.end,
             duration: clip.end - clip.start + 1 / options.frameRate, frames: writer.framesWritten,
             labels: clip.labels.sorted().joined(separator: ","), bestScore: Double(max(clip.bestScore, 0)),
             createdAt: Album.timestamp()))
+        clipsFinished += 1
         events(.clipFinished(entry))
     }
 }

@@ -39,7 +39,7 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "Only these classes, comma-separated label names (for example person,cup).")
     var classes: String?
 
-    @Option(help: "Threads for inference (default: all cores).")
+    @Option(help: "Threads for inference (default: the cores this process may use; at most that many).")
     var threads: Int?
 
     @Option(help: "Kernels: xnnpack or reference.")
@@ -78,7 +78,7 @@ struct DetectorOptions: ParsableArguments {
     func makeDetector(pipelined: Bool = false) throws -> ObjectDetector {
         let path = try modelPath
         var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize.mode, labelsPath: labels)
-        if let threads { options.threadCount = threads }
+        options.threadCount = threadsWithinCores(threads)
         options.parksThreadsBetweenPictures = pipelined
         if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let mean, let std { options.normalization = .init(mean: [mean], std: [std]) }

@@ -40,7 +40,7 @@ struct Record: ParsableCommand {
     var json = false
 
     @Option(help: "libx264 preset for the clips: ultrafast (fastest) ... veryslow (smallest files).")
-    var preset = "ultrafast"
+    var preset: X264Preset = .ultrafast
 
     /// Frames of pre-roll that fit in 256 MiB of RGB pixels.
     static func preRollFrames(_ info: VideoReader.Info) -> Int {
@@ -54,12 +54,18 @@ struct Record: ParsableCommand {
     func run() throws {
         var options = detector
         if options.classes == nil { options.classes = "person" }
-        let detector = try options.makeDetector(pipelined: true)
-        let reader: VideoReader
+        // The album first: a folder that cannot be written fails before the model loads.
+        let albumStore: Album
+        do { albumStore = try Album(directory: URL(fileURLWithPath: album)) } catch { throw CommandFailure("--album: \(error)") }
+        let repair = try albumStore.repair()
+        if !repair.adopted.isEmpty || !repair.removed.isEmpty {
+            warn("\(album): indexed \(repair.adopted.count) clip(s) an earlier run left unfinished (marked incomplete), removed \(repair.removed.count) unreadable one(s)")
+        }
         let source = try self.detector.store.resolveVideo(input)
+        let reader: VideoReader
         do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
+        let detector = try options.makeDetector(pipelined: true)
         let info = reader.info
-        let albumStore = try Album(directory: URL(fileURLWithPath: album))
         let json = self.json
         let albumDirectory = albumStore.directory
         let emit: @Sendable (String) -> Void = { line in
@@ -67,9 +73,9 @@ struct Record: ParsableCommand {
             fflush(nil)
         }
         let session = try ClipSession(
-            album: albumStore, source: input,
+            album: albumStore, source: absoluteSource(source),
             options: .init(policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
-                           frameRate: info.frameRate ?? 25, preset: preset),
+                           frameRate: info.frameRate ?? 25, preset: preset.rawValue),
             events: { event in
                 switch event {
                 case .clipStarted(let path, let start):
@@ -109,9 +115,14 @@ struct Record: ParsableCommand {
         } catch {
             bar.finish()
             try? session.finish()
-            throw CommandFailure("\(input): \(error) (clips finished before the problem are in \(album))")
+            let kept = session.clipsFinished == 0 ? "no clip was finished" : "\(session.clipsFinished) clip(s) are in \(album)"
+            throw CommandFailure("\(input): \(error) (\(kept))")
         }
-        try session.finish()
+        do {
+            try session.finish()
+        } catch {
+            throw CommandFailure("\(album): \(error)")
+        }
         bar.finish()
         let summary = String(format: "%d frames in %.1f s (%.1f fps), %d dropped; album: %@", stats.processed, stats.elapsed, stats.fps, stats.dropped, album)
         if json {
@@ -122,4 +133,10 @@ struct Record: ParsableCommand {
         }
         if interruption.signalled != nil { throw ExitCode(130) }
     }
+}
+
+/// A video input as the album stores it: URLs and devices as given, files as absolute paths.
+func absoluteSource(_ source: String) -> String {
+    if source.contains("://") || source.hasPrefix("/") { return source }
+    return URL(fileURLWithPath: source).standardizedFileURL.path
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Inference
 
 @main
 struct Spotter: AsyncParsableCommand {
@@ -25,4 +27,20 @@ struct Spotter: AsyncParsableCommand {
 struct CommandFailure: Error, CustomStringConvertible {
     var description: String
     init(_ text: String) { description = text }
+}
+
+/// `--threads`, or the cores this process may use; a request above that is lowered to it with a
+/// warning (more threads than cores only wait for each other).
+func threadsWithinCores(_ requested: Int?) -> Int {
+    let available = Processors.available
+    guard let requested else { return available }
+    if requested > available {
+        warn("--threads \(requested) is more than the \(available) cores this process may use; using \(available)")
+    }
+    return min(requested, available)
+}
+
+/// One line on standard error, prefixed `Warning:`.
+func warn(_ message: String) {
+    FileHandle.standardError.write(Data("Warning: \(message)\n".utf8))
 }

@@ -5,6 +5,11 @@ import Imaging
 import Media
 import Pipeline
 
+/// libx264's presets, fastest first.
+enum X264Preset: String, ExpressibleByArgument, CaseIterable {
+    case ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow
+}
+
 /// Stops a pipeline on SIGINT and SIGTERM, so open files are finished before exiting.
 final class Interruption {
     private var sources: [DispatchSourceSignal] = []
@@ -62,26 +67,42 @@ struct Video: ParsableCommand {
     var every = 1
 
     @Option(help: "libx264 preset: ultrafast (fastest) ... veryslow (smallest files; veryfast is about half the size).")
-    var preset = "ultrafast"
+    var preset: X264Preset = .ultrafast
 
     func validate() throws {
         guard every >= 1 else { throw ValidationError("--every must be at least 1") }
     }
 
     func run() throws {
-        let detector = try self.detector.makeDetector(pipelined: true)
-        let reader: VideoReader
         let source = try self.detector.store.resolveVideo(input)
-        do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
-        let info = reader.info
-        let writer = try VideoWriter(path: output, width: info.orientation.uprightSize(Size(width: info.width, height: info.height)).width,
-                                     height: info.orientation.uprightSize(Size(width: info.width, height: info.height)).height,
-                                     options: .init(frameRate: info.frameRate ?? 25, preset: preset))
-        let annotator = try Annotator()
-        let lines: FileHandle?
+        // Everything that can be checked before the model loads: no output over an input, folders
+        // that exist and can be written.
+        try refuseOverwriting(inputs: [source], with: output, flag: "--output")
+        try checkWritable(output, flag: "--output")
         if let jsonl {
-            FileManager.default.createFile(atPath: jsonl, contents: nil)
-            lines = FileHandle(forWritingAtPath: jsonl)
+            try refuseOverwriting(inputs: [source, output], with: jsonl, flag: "--jsonl")
+            try checkWritable(jsonl, flag: "--jsonl")
+        }
+        let reader: VideoReader
+        do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
+        let detector = try self.detector.makeDetector(pipelined: true)
+        let info = reader.info
+        let staged = StagedFile(output)
+        let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
+        let writer: VideoWriter
+        do {
+            writer = try VideoWriter(path: staged.temporary, width: upright.width, height: upright.height,
+                                     options: .init(frameRate: info.frameRate ?? 25, preset: preset.rawValue))
+        } catch {
+            staged.discard()
+            throw CommandFailure("cannot write \(output): \(error)")
+        }
+        let annotator = try Annotator()
+        let stagedLines = jsonl.map(StagedFile.init)
+        let lines: FileHandle?
+        if let stagedLines {
+            FileManager.default.createFile(atPath: stagedLines.temporary, contents: nil)
+            lines = FileHandle(forWritingAtPath: stagedLines.temporary)
         } else {
             lines = nil
         }
@@ -96,11 +117,32 @@ struct Video: ParsableCommand {
                                      progress: { reportProgress(bar, $0, info: info) })
         } catch {
             bar.finish()
+            let written = writer.framesWritten
             try? writer.finish()
-            throw CommandFailure("\(input): \(error) (frames before the problem were written to \(output))")
+            try? lines?.close()
+            guard written > 0, (try? staged.commit()) != nil else {
+                staged.discard()
+                stagedLines?.discard()
+                throw CommandFailure("\(input): \(error) (nothing was written)")
+            }
+            try? stagedLines?.commit()
+            throw CommandFailure("\(input): \(error) (the \(written) frames before the problem were written to \(output))")
         }
-        try writer.finish()
         try lines?.close()
+        guard writer.framesWritten > 0 else {
+            try? writer.finish()
+            staged.discard()
+            stagedLines?.discard()
+            throw CommandFailure("\(input) holds no decodable video frame; nothing was written")
+        }
+        do {
+            try writer.finish()
+        } catch {
+            staged.discard()
+            throw CommandFailure("cannot write \(output): \(error)")
+        }
+        try staged.commit()
+        try stagedLines?.commit()
         bar.finish()
         stats.elapsed = max(stats.elapsed, 1e-9)
         FileHandle.standardError.write(Data(String(format: "%@: %d frames in %.1f s (%.1f fps)%@\n", output, stats.processed, stats.elapsed, stats.fps,

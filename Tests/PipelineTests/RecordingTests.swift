@@ -13,10 +13,12 @@ struct Probe {
     var frames: Int
     var duration: Double
     var frameRate: Double
+    var width: Int
+    var height: Int
 
     init(_ path: String) throws {
         let out = try run("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
-                                      "stream=codec_name,pix_fmt,nb_read_frames,avg_frame_rate:format=duration", "-of", "json", path])
+                                      "stream=codec_name,pix_fmt,nb_read_frames,avg_frame_rate,width,height:format=duration", "-of", "json", path])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any], "ffprobe: \(out)")
         let stream = try #require((json["streams"] as? [[String: Any]])?.first, "no video stream in \(path): \(out)")
         codec = try #require(stream["codec_name"] as? String, "no codec in \(path): \(out)")
@@ -24,6 +26,8 @@ struct Probe {
         frames = try #require((stream["nb_read_frames"] as? String).flatMap { Int($0) }, "no frame count in \(path): \(out)")
         let rate = (stream["avg_frame_rate"] as? String ?? "").split(separator: "/").compactMap { Double($0) }
         frameRate = rate.count == 2 && rate[1] > 0 ? rate[0] / rate[1] : 0
+        width = stream["width"] as? Int ?? 0
+        height = stream["height"] as? Int ?? 0
         duration = Double(((json["format"] as? [String: Any])?["duration"] as? String) ?? "0") ?? 0
     }
 }
@@ -63,9 +67,15 @@ func temporaryDirectory(_ name: String) throws -> URL {
             #expect(probe.frames == clip.frames)
             #expect(abs(probe.duration * 10 - Double(probe.frames)) <= 1.5, "duration \(probe.duration) for \(probe.frames) frames")
             #expect(clip.labels == "person" && clip.bestScore >= 0.5)
-            // The thumbnail is the clip's best frame, with its boxes in the person colour.
-            let thumbnail = try ImageFile.decode(directory.appendingPathComponent(try #require(clip.thumbnail)).path).stored
-            #expect(Self.pixels(near: Color.forClass(0), in: thumbnail) > 500)
+            // The snapshot is the clip's best frame, with its boxes in the person colour; the
+            // thumbnail is the same picture 320 pixels wide.
+            let thumbnailPath = directory.appendingPathComponent(try #require(clip.thumbnail)).path
+            let snapshot = try ImageFile.decode(thumbnailPath.replacingOccurrences(of: ".jpg", with: "-full.jpg")).stored
+            #expect(snapshot.width == 768 && snapshot.height == 432)
+            #expect(Self.pixels(near: Color.forClass(0), in: snapshot) > 500)
+            let thumbnail = try ImageFile.decode(thumbnailPath).stored
+            #expect(thumbnail.width == 320 && thumbnail.height == 180)
+            #expect(Self.pixels(near: Color.forClass(0), in: thumbnail) > 80)
         }
         // The index as SQLite itself reads it.
         let rows = try run("sqlite3", [directory.appendingPathComponent("index.sqlite").path, "select start, \"end\", frames from clips order by clip"])
@@ -88,9 +98,9 @@ func temporaryDirectory(_ name: String) throws -> URL {
         for _ in 0..<2 {
             let album = try Album(directory: directory)
             for _ in 0..<2 {
-                let name = album.nextClipNames().clip
-                FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: Data())
-                names.append(name)
+                let reservation = try album.reserveClip()
+                #expect(FileManager.default.fileExists(atPath: reservation.path))
+                names.append(reservation.clip)
                 Thread.sleep(forTimeInterval: 0.002)
             }
         }

@@ -1,0 +1,60 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether two paths name one file: the same device and inode when both exist (hard links,
+/// symbolic links, `./x` and `x`), else the same absolute path.
+func sameFile(_ a: String, _ b: String) -> Bool {
+    var first = stat(), second = stat()
+    if stat(a, &first) == 0, stat(b, &second) == 0 {
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+    return URL(fileURLWithPath: a).standardizedFileURL.resolvingSymlinksInPath().path
+        == URL(fileURLWithPath: b).standardizedFileURL.resolvingSymlinksInPath().path
+}
+
+/// Refuses an output path that names one of the inputs, so no command ever writes over its input.
+func refuseOverwriting(inputs: [String], with output: String, flag: String) throws {
+    for input in inputs where sameFile(input, output) {
+        throw CommandFailure("\(flag) \(output) is the input \(input); choose another file (the input is never overwritten)")
+    }
+}
+
+/// Checks that a file can be created at `path` (its folder exists and is writable, the path is not
+/// a folder) before any long work starts.
+func checkWritable(_ path: String, flag: String) throws {
+    let url = URL(fileURLWithPath: path)
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+        throw CommandFailure("\(flag) \(path) is a folder; give a file name")
+    }
+    let folder = url.deletingLastPathComponent().path
+    guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+        throw CommandFailure("\(flag) \(path): the folder \(folder) does not exist")
+    }
+    guard access(folder, W_OK) == 0 else { throw CommandFailure("\(flag) \(path): the folder \(folder) is not writable") }
+}
+
+/// A file written under a temporary name beside its destination and renamed into place when
+/// complete, so the destination never holds a half-written file (a killed run leaves only the
+/// hidden temporary, which the next run's writer does not reuse).
+struct StagedFile {
+    let destination: String
+    let temporary: String
+
+    init(_ destination: String) {
+        self.destination = destination
+        let url = URL(fileURLWithPath: destination)
+        temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
+    }
+
+    /// Moves the finished temporary file onto the destination (one `rename`).
+    func commit() throws {
+        guard rename(temporary, destination) == 0 else {
+            throw CommandFailure("cannot move \(temporary) to \(destination): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func discard() { unlink(temporary) }
+}
