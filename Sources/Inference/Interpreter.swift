@@ -161,12 +161,8 @@ public final class Interpreter {
             if options.parksThreadsAfterInvoke { pool?.park() }
             return
         }
-        pool.active = threadChoice.usePool ? pool.handle : nil
-        let start = ContinuousClock.now
+        pool.active = threadChoice.startInvoke(at: .now) ? pool.handle : nil
         for kernel in kernels { kernel.run(memory) }
-        let end = ContinuousClock.now
-        let elapsed = (end - start).components
-        threadChoice.record(seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, now: end)
         // Parking is a job for the workers too; on the calling thread alone they are left to fall
         // asleep by themselves (waiting for a descheduled worker is what single-threading avoids).
         if options.parksThreadsAfterInvoke && pool.active != nil { pool.park() }

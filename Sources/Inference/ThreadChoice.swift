@@ -1,56 +1,76 @@
-/// Decides, from timed invokes, whether an interpreter's operators run on its thread pool or on the
-/// calling thread alone.
+/// Decides, from measured throughput, whether an interpreter's operators run on its thread pool or
+/// on the calling thread alone.
 ///
 /// On an idle machine the pool is faster. When another process keeps a core busy, every operator's
-/// fork-join waits for a worker the scheduler has put aside, and one thread is several times
-/// faster. So the choice is measured: a few invokes each way (interleaved), the faster way kept for
-/// `holdSeconds`, then measured again; a run of invokes much slower than the kept way's best starts
-/// a new measurement at once.
+/// fork-join waits for a worker the scheduler has put aside, and one thread is faster. In a video
+/// pipeline the pool's workers also take time from the decode and encode threads. So the choice is
+/// measured by what the caller gets: the time from one invoke's start to the next's (inference plus
+/// whatever the caller does between invokes), a few periods each way in two blocks (the first periods
+/// after a switch are left out: the pool's workers take a while to wake or to fall asleep); the faster way is
+/// kept for a while (5 s, doubling up to 40 s while measurements keep confirming it), then measured
+/// again. A run of periods much slower than the kept way's median starts a new measurement at once.
 ///
 /// ```
-///   measuring --(3 pooled + 3 single timed)--> holding(faster way)
-///   holding --(holdSeconds passed, or 4 invokes > 1.5x its best)--> measuring
+///   measuring --(2 skipped + 4 single, 2 skipped + 4 pooled periods)--> holding(faster way)
+///   holding --(hold time passed, or 4 periods > 1.5x its median)--> measuring
 /// ```
 struct ThreadChoice {
-    static let samplesPerWay = 3
-    static let holdSeconds = 3.0
+    static let samplesPerWay = 4
+    static let skippedAfterSwitch = 2
+    static let holdSeconds = (shortest: 5.0, longest: 40.0)
+    /// Periods longer than this are pauses of the caller, not measurements.
+    static let longestSample = 1.0
 
     private var pooled: [Double] = []
     private var single: [Double] = []
-    private var skipNext = true
-    private var holding: (pooled: Bool, best: Double, since: ContinuousClock.Instant, slow: Int)?
+    private var previous: (start: ContinuousClock.Instant, pooled: Bool)?
+    private var holding: (pooled: Bool, typical: Double, since: ContinuousClock.Instant, slow: Int)?
+    private var lastChoice: Bool?
+    private var skipped = 0
+    private var hold = Self.holdSeconds.shortest
 
-    /// Whether the next invoke should use the pool.
-    var usePool: Bool {
-        if let holding { return holding.pooled }
-        return pooled.count <= single.count
+    /// Whether the invoke starting at `now` uses the pool; records the period since the last start.
+    mutating func startInvoke(at now: ContinuousClock.Instant) -> Bool {
+        if let previous {
+            let period = (now - previous.start).components
+            let seconds = Double(period.seconds) + Double(period.attoseconds) / 1e18
+            if seconds < Self.longestSample { record(seconds, pooled: previous.pooled, now: now) }
+        }
+        let usePool = holding?.pooled ?? (single.count >= Self.samplesPerWay)
+        previous = (now, usePool)
+        return usePool
     }
 
-    /// Records how long an invoke made the way `usePool` said took.
-    mutating func record(seconds: Double, now: ContinuousClock.Instant) {
-        if skipNext {
-            // The first invoke after a switch wakes workers or warms caches: not representative.
-            skipNext = false
-            return
-        }
+    private mutating func record(_ seconds: Double, pooled wasPooled: Bool, now: ContinuousClock.Instant) {
         if var held = holding {
-            held.slow = seconds > held.best * 1.5 ? held.slow + 1 : 0
-            held.best = min(held.best, seconds)
-            if held.slow >= 4 || now - held.since > .seconds(Self.holdSeconds) {
+            held.slow = seconds > held.typical * 1.5 ? held.slow + 1 : 0
+            if held.slow >= 4 || now - held.since > .seconds(hold) {
                 holding = nil
                 pooled.removeAll(keepingCapacity: true)
                 single.removeAll(keepingCapacity: true)
-                skipNext = true
+                skipped = 0
             } else {
                 holding = held
             }
             return
         }
-        if usePool { pooled.append(seconds) } else { single.append(seconds) }
+        // Periods just after a switch (to single at the start of a measurement, to the pool after
+        // the single block) show the previous way's workers, not this way.
+        if skipped < Self.skippedAfterSwitch || (wasPooled && pooled.isEmpty && skipped < 2 * Self.skippedAfterSwitch) {
+            skipped += 1
+            return
+        }
+        if wasPooled { pooled.append(seconds) } else { single.append(seconds) }
         guard pooled.count >= Self.samplesPerWay, single.count >= Self.samplesPerWay else { return }
-        let pooledBest = pooled.min()!, singleBest = single.min()!
-        let choosePool = pooledBest < singleBest * 0.95
-        holding = (choosePool, choosePool ? pooledBest : singleBest, now, 0)
-        skipNext = choosePool != usePool
+        let pooledTypical = Self.median(pooled), singleTypical = Self.median(single)
+        let choosePool = pooledTypical < singleTypical * 0.95
+        hold = choosePool == lastChoice ? min(hold * 2, Self.holdSeconds.longest) : Self.holdSeconds.shortest
+        lastChoice = choosePool
+        holding = (choosePool, choosePool ? pooledTypical : singleTypical, now, 0)
+    }
+
+    private static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 }
