@@ -32,6 +32,9 @@ let package = Package(
         // AVX-512 VNNI kernels Swift cannot express (no per-function target features without
         // unsafeFlags); each checks the CPU at run time.
         .target(name: "CKernels", dependencies: ["CXNNPACK"]),
+        // JPEG decoding on Debian's libjpeg-turbo (libjpeg62-turbo-dev) with OpenCV's settings; in C
+        // because libjpeg reports errors by longjmp.
+        .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         // Pure Swift, no C: reads untrusted .tflite bytes (FlatBuffers, FlexBuffers, metadata, zip).
         .target(name: "TFLiteFormat"),
         // Interpreter, memory planning, reference and XNNPACK kernels, the post-process custom op.
@@ -40,8 +43,8 @@ let package = Package(
         .target(name: "Imaging"),
         // Text rendering with FreeType.
         .target(name: "Typeface", dependencies: ["CFreeType", "Imaging"]),
-        // FFmpeg: image files, video reading and writing.
-        .target(name: "Media", dependencies: ["CFFmpeg", "Imaging"]),
+        // FFmpeg: image files, video reading and writing; JPEG through libjpeg-turbo.
+        .target(name: "Media", dependencies: ["CFFmpeg", "CJPEG", "Imaging"]),
         // ObjectDetector, labels, output layouts, result encodings, annotation.
         .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
         // Frame pipeline with back-pressure, the clip recorder, the album index (SQLite via GRDB).

@@ -4,13 +4,14 @@
 #   - Debian packages: XNNPACK + pthreadpool (kernels), FFmpeg with libx264 (media), FreeType and
 #     DejaVu fonts (labels), SQLite (the album index, and the sqlite3 CLI the tests read it with),
 #     libcurl and zlib (the model store's downloads and zip archives)
-#   - a Python venv with LiteRT, OpenCV and NumPy (the peer in ../shared/reference, and the tool
+#   - libjpeg-turbo (JPEG decoding with OpenCV's settings)
+#   - a Python venv with LiteRT, OpenCV, NumPy and Pillow (the peer in ../shared/reference, and the tool
 #     that produces expected outputs for the tests), at $SPOTTER_REF_VENV
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(pkg-config curl libcurl4-openssl-dev zlib1g-dev libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
-          libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libsqlite3-dev sqlite3 python3-venv)
+          libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libjpeg62-turbo-dev libsqlite3-dev sqlite3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,10 +29,12 @@ venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 requirements="../shared/reference/requirements.txt"
 [ -f "$requirements" ] || { echo "setup: $requirements not found: ../shared must sit beside the repository" >&2; exit 1; }
 stamp="$venv/.spotter-requirements"
-if ! [ -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$stamp"; then
+# The peer's packages, plus Pillow for fixtures OpenCV cannot write (CMYK JPEGs, EXIF orientation).
+wanted=$(cat "$requirements" scripts/requirements-fixtures.txt)
+if ! [ -x "$venv/bin/python" ] || [ "$wanted" != "$(cat "$stamp" 2>/dev/null)" ]; then
   echo "setup: creating the LiteRT venv at $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$stamp"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements" -r scripts/requirements-fixtures.txt
+  printf '%s' "$wanted" > "$stamp"
 fi
 echo "setup: ok"

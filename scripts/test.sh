@@ -6,12 +6,14 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
-# Expected outputs from LiteRT, regenerated when the script changes.
-stamp=fixtures-generated/.stamp
-if ! cmp -s scripts/make_litert_fixtures.py "$stamp" 2>/dev/null; then
-  "$venv/bin/python" scripts/make_litert_fixtures.py 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true
-  cp scripts/make_litert_fixtures.py "$stamp"
-fi
+# Expected outputs from LiteRT and OpenCV, each regenerated when its script changes.
+for script in make_litert_fixtures make_jpeg_fixtures; do
+  stamp=fixtures-generated/.stamp-$script
+  if ! cmp -s "scripts/$script.py" "$stamp" 2>/dev/null; then
+    "$venv/bin/python" "scripts/$script.py" 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true
+    cp "scripts/$script.py" "$stamp"
+  fi
+done
 
 swift build -c release --product spotter
 swift test -c release 2>&1 | tee .build/swift-test.log | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+internal import CJPEG
 import Foundation
 import Imaging
 
@@ -13,10 +14,18 @@ public enum ImageFile {
         public var upright: Image { stored.oriented(orientation) }
     }
 
+    /// Pictures larger than this many pixels are refused (a 2^16 x 2^16 JPEG header costs nothing
+    /// to write and 12 GiB to decode).
+    public static let maxPixels = 1 << 28
+
     /// Decodes the first picture of `path` to RGB24, with its EXIF orientation.
+    ///
+    /// JPEG goes through libjpeg-turbo with OpenCV's `imread` settings (so the pixels equal those
+    /// of OpenCV, Pillow, TensorFlow and browsers); other formats (PNG, BMP, WebP, ...) through FFmpeg.
     ///
     /// - Throws: ``MediaError``.
     public static func decode(_ path: String) throws -> Decoded {
+        if let jpeg = try readIfJPEG(path) { return try decodeJPEG(jpeg, path: path) }
         FFmpeg.quietLogs()
         let input = try InputContext(path: path)
         try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .decodeFailed(path: path, reason: $0) }
@@ -63,6 +72,35 @@ public enum ImageFile {
             orientation = parsed
         }
         return Decoded(stored: image, orientation: orientation)
+    }
+
+    /// The file's bytes when it starts with a JPEG signature, else nil (without reading it all).
+    static func readIfJPEG(_ path: String) throws -> [UInt8]? {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw MediaError.cannotOpen(path: path, reason: FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file")
+        }
+        defer { try? handle.close() }
+        do {
+            guard let head = try handle.read(upToCount: 3), head.elementsEqual([0xFF, 0xD8, 0xFF]) else { return nil }
+            return [0xFF, 0xD8, 0xFF] + [UInt8](try handle.readToEnd() ?? Data())
+        } catch {
+            throw MediaError.cannotOpen(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// Decodes JPEG bytes with libjpeg-turbo; the orientation from the EXIF block, if any.
+    static func decodeJPEG(_ bytes: [UInt8], path: String) throws -> Decoded {
+        var decoded = spotter_jpeg_image()
+        let status = bytes.withUnsafeBufferPointer { spotter_jpeg_decode($0.baseAddress, $0.count, maxPixels, &decoded) }
+        guard status == 0, let pixels = decoded.pixels else {
+            let message = withUnsafeBytes(of: decoded.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw MediaError.decodeFailed(path: path, reason: message)
+        }
+        defer { spotter_jpeg_free(&decoded) }
+        let width = Int(decoded.width), height = Int(decoded.height)
+        let image = try Image(width: width, height: height, format: .rgb24,
+                              data: [UInt8](UnsafeBufferPointer(start: pixels, count: width * height * 3)))
+        return Decoded(stored: image, orientation: EXIF.orientation(inJPEG: bytes) ?? .up)
     }
 
     /// Converts a decoded frame to RGB24 with swscale.
