@@ -20,9 +20,19 @@ swift test -c release 2>&1 | tee .build/swift-test.log | grep -v -e "^✔ Test [
 swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/swift-test.log)
 [ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
 
+# AddressSanitizer over the suites that hand pixels, FFmpeg buffers and tensors to unsafe pointers
+# (Imaging, Media, Detection, Pipeline with its frame-size sweep, the single-operator kernels).
+swift build -c release --sanitize=address --build-tests --build-path .build-asan > .build/asan-build.log 2>&1 \
+  || { tail -40 .build/asan-build.log; echo "AddressSanitizer build failed"; exit 1; }
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 swift test -c release --sanitize=address --build-path .build-asan --skip-build \
+  --filter '^(ImagingTests|DetectionTests|PipelineTests)\.|OperatorFixtureTests' 2>&1 | tee .build/asan-test.log \
+  | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
+asan_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/asan-test.log)
+[ -n "$asan_tests" ] || { echo "swift test under AddressSanitizer failed"; exit 1; }
+
 # The command line, end to end, checked by LiteRT and Python's json module.
 "$venv/bin/python" scripts/check_cli.py .build/release/spotter > .build/check-cli.log || { cat .build/check-cli.log; exit 1; }
 cat .build/check-cli.log
 cli=$(tail -1 .build/check-cli.log)
 cli_passed=${cli%% passed*}
-echo "total: $((swift_tests + cli_passed)) passed, 0 failed"
+echo "total: $((swift_tests + asan_tests + cli_passed)) passed, 0 failed"
