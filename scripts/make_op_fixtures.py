@@ -265,6 +265,17 @@ def binary(case, code, type, act):
     save(case, [a, b, out], [0, 1], [2], [(code, None, [0, 1], [2], opt_type, options(module, FusedActivationFunction=act), None)])
 
 
+def binary_constant(case, code, type):
+    """A binary op whose second operand is a constant per-channel vector (as MediaPipe Model Maker exports have)."""
+    q = lambda s, z: {} if type == TT.FLOAT32 else {"scale": s, "zp": z if type == TT.UINT8 else z - 128}
+    a = T([1, 4, 4, 3], type, **q(0.02, 128))
+    values = rng.uniform(-2, 2, [3]).astype(np.float32) if type == TT.FLOAT32 else quantized_weights([3], type)
+    b = T([3], type, data=values, **q(0.05, 100))
+    out = T([1, 4, 4, 3], type, **q(0.08 if code == Op.ADD else 0.5, 120))
+    module, opt_type = ("AddOptions", Opt.AddOptions) if code == Op.ADD else ("MulOptions", Opt.MulOptions)
+    save(case, [a, b, out], [0], [2], [(code, None, [0, 1], [2], opt_type, options(module), None)])
+
+
 def pool(case, code, type, padding):
     q = {} if type == TT.FLOAT32 else {"scale": 0.03, "zp": 7 if type == TT.INT8 else 135}
     shape_out = [1, 3, 3, 3] if padding == Padding.SAME else [1, 2, 2, 3]
@@ -364,6 +375,10 @@ def main():
     save("detection_postprocess_float32_regular_nms", tensors, [0, 1], [4, 5, 6, 7],
          [(Op.LOGISTIC, None, [1], [3], 0, None, None),
           (Op.CUSTOM, "TFLite_Detection_PostProcess", [0, 3, 2], [4, 5, 6, 7], 0, None, custom)])
+    # Appended last so the cases above keep their random inputs.
+    for type, tag in [(TT.UINT8, "uint8"), (TT.INT8, "int8"), (TT.FLOAT32, "float32")]:
+        binary_constant(f"mul_{tag}_constant_vector", Op.MUL, type)
+        binary_constant(f"add_{tag}_constant_vector", Op.ADD, type)
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

@@ -57,8 +57,10 @@ final class ThreadPool {
 /// One XNNPACK operator: created (weights packed) at load, set up once with the arena's fixed
 /// addresses, run on every invoke. Deleted with this object, before the pool it keeps alive.
 final class XNNPACKKernel: Kernel {
-    /// Constants were copied or packed at load.
-    var readsConstantInputs: Bool { false }
+    /// Whether `run` reads constant inputs from the model: false when XNNPACK copied or packed them
+    /// at load (weights), true when it reads them through the pointers given at setup (a binary
+    /// operator's constant operand).
+    let readsConstantInputs: Bool
 
     private let handle: xnn_operator_t
     private let pool: ThreadPool
@@ -68,7 +70,7 @@ final class XNNPACKKernel: Kernel {
     /// - Parameters:
     ///   - create: calls an `xnn_create_*` function; XNNPACK copies (packs) the weights it is given.
     ///   - setup: calls the matching `xnn_setup_*` with the tensors' addresses.
-    init(_ ctx: PrepareContext, pool: ThreadPool, name: String,
+    init(_ ctx: PrepareContext, pool: ThreadPool, name: String, readsConstantInputs: Bool = false,
          create: (UnsafeMutablePointer<xnn_operator_t?>) -> xnn_status,
          setup: @escaping (xnn_operator_t, TensorMemory, pthreadpool_t?) -> xnn_status) throws {
         var op: xnn_operator_t?
@@ -77,6 +79,7 @@ final class XNNPACKKernel: Kernel {
         handle = op
         self.pool = pool
         self.setup = setup
+        self.readsConstantInputs = readsConstantInputs
         operatorIndex = ctx.op.index
     }
 

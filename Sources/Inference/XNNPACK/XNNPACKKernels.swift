@@ -230,7 +230,7 @@ enum XNNPACKKernels {
         switch type {
         case .float32:
             let range = FixedPoint.activationRange(activation)
-            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_f32" : "add_nd_f32", create: {
+            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_f32" : "add_nd_f32", readsConstantInputs: true, create: {
                 multiply ? xnn_create_multiply_nd_f32(range.min, range.max, 0, $0) : xnn_create_add_nd_f32(range.min, range.max, 0, $0)
             }, setup: { op, m, p in
                 multiply
@@ -239,7 +239,7 @@ enum XNNPACKKernels {
             })
         case .uint8:
             let qa = try affine(ctx, a), qb = try affine(ctx, b), o = try affine(ctx, output), range = try clamp(ctx, output, activation)
-            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_qu8" : "add_nd_qu8", create: {
+            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_qu8" : "add_nd_qu8", readsConstantInputs: true, create: {
                 multiply
                     ? xnn_create_multiply_nd_qu8(UInt8(qa.zeroPoint), qa.scale, UInt8(qb.zeroPoint), qb.scale, UInt8(o.zeroPoint), o.scale, UInt8(range.min), UInt8(range.max), 0, $0)
                     : xnn_create_add_nd_qu8(UInt8(qa.zeroPoint), qa.scale, UInt8(qb.zeroPoint), qb.scale, UInt8(o.zeroPoint), o.scale, UInt8(range.min), UInt8(range.max), 0, $0)
@@ -250,7 +250,7 @@ enum XNNPACKKernels {
             })
         case .int8:
             let qa = try affine(ctx, a), qb = try affine(ctx, b), o = try affine(ctx, output), range = try clamp(ctx, output, activation)
-            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_qs8" : "add_nd_qs8", create: {
+            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_qs8" : "add_nd_qs8", readsConstantInputs: true, create: {
                 multiply
                     ? xnn_create_multiply_nd_qs8(Int8(qa.zeroPoint), qa.scale, Int8(qb.zeroPoint), qb.scale, Int8(o.zeroPoint), o.scale, Int8(range.min), Int8(range.max), 0, $0)
                     : xnn_create_add_nd_qs8(Int8(qa.zeroPoint), qa.scale, Int8(qb.zeroPoint), qb.scale, Int8(o.zeroPoint), o.scale, Int8(range.min), Int8(range.max), 0, $0)
