@@ -66,8 +66,13 @@ public final class Model: Sendable {
     public func constantValues<T: BitwiseCopyable>(of tensor: TensorInfo, as type: T.Type) -> [T]? {
         guard tensor.isConstant else { return nil }
         return withConstantBytes(of: tensor) { raw in
+            // One copy of the bytes: a per-element loop in this generic function runs unspecialized
+            // (slow) when called from another module.
             let count = raw.count / MemoryLayout<T>.stride
-            return (0..<count).map { raw.loadUnaligned(fromByteOffset: $0 * MemoryLayout<T>.stride, as: T.self) }
+            return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
+                UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(rebasing: raw.prefix(count * MemoryLayout<T>.stride)))
+                initialized = count
+            }
         }
     }
 
