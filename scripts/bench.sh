@@ -2,6 +2,7 @@
 # Benchmarks Spotter against the peer side by side: sets up, builds release, runs both.
 #   scripts/bench.sh [--threads 1,2] [--runs 200] [--rounds 3]     invoke() latency against LiteRT
 #   scripts/bench.sh --pipeline [--rounds 2] [--long]               video and record against pipeline_py.py
+#   scripts/bench.sh --startup [--rounds 5]                         one picture, short clips, a busy core
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -11,6 +12,9 @@ swift build -c release --product spotter 2>&1 | tail -1
 if [ "${1:-}" = "--pipeline" ]; then
   shift
   "$venv/bin/python" scripts/bench_pipeline.py .build/release/spotter "$@"
+elif [ "${1:-}" = "--startup" ]; then
+  shift
+  "$venv/bin/python" scripts/bench_startup.py .build/release/spotter "$@"
 else
   "$venv/bin/python" scripts/bench_inference.py .build/release/spotter "$@"
 fi

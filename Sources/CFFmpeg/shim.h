@@ -12,6 +12,7 @@
 // AVERROR is a function-like macro Swift cannot import; these name the codes Spotter checks.
 static inline int spotter_averror_eagain(void) { return AVERROR(EAGAIN); }
 static inline int spotter_averror_eof(void) { return AVERROR_EOF; }
+static inline int spotter_averror_exit(void) { return AVERROR_EXIT; }
 
 // libavdevice pulls in dozens of libraries (text-to-speech voices, SVG, ...) that would stay in
 // memory for every run; it is loaded only when a camera is opened. Returns 0 on success.

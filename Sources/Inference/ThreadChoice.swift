@@ -11,7 +11,8 @@
 /// again. A run of periods much slower than the kept way's median starts a new measurement at once.
 ///
 /// ```
-///   measuring --(2 skipped + 4 single, 2 skipped + 4 pooled periods)--> holding(faster way)
+///   measuring --(2 skipped + 4 single, 2 skipped + 4 pooled periods, or one pooled period
+///                over 1.5x the single median)--> holding(faster way)
 ///   holding --(hold time passed, or 4 periods > 1.5x its median)--> measuring
 /// ```
 struct ThreadChoice {
@@ -61,9 +62,12 @@ struct ThreadChoice {
             return
         }
         if wasPooled { pooled.append(seconds) } else { single.append(seconds) }
-        guard pooled.count >= Self.samplesPerWay, single.count >= Self.samplesPerWay else { return }
+        // A pooled period far slower than the single ones settles it at once: under contention
+        // each such period costs several single ones.
+        let clearlySlower = wasPooled && single.count >= Self.samplesPerWay && seconds > Self.median(single) * 1.5
+        guard clearlySlower || (pooled.count >= Self.samplesPerWay && single.count >= Self.samplesPerWay) else { return }
         let pooledTypical = Self.median(pooled), singleTypical = Self.median(single)
-        let choosePool = pooledTypical < singleTypical * 0.95
+        let choosePool = !clearlySlower && pooledTypical < singleTypical * 0.95
         hold = choosePool == lastChoice ? min(hold * 2, Self.holdSeconds.longest) : Self.holdSeconds.shortest
         lastChoice = choosePool
         holding = (choosePool, choosePool ? pooledTypical : singleTypical, now, 0)

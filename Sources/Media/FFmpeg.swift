@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Foundation
 import Imaging
 
 /// Why a media file could not be read or written.
@@ -10,6 +11,7 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
     case noFrame(path: String)
     case encodeFailed(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
+    case timedOut(path: String, seconds: Double, while: String)
 
     public var description: String {
         switch self {
@@ -20,6 +22,8 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noFrame(let path): return "\(path) holds no picture (empty or truncated?)"
         case .encodeFailed(let path, let reason): return "cannot encode \(path): \(reason)"
         case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
+        case .timedOut(let path, let seconds, let activity):
+            return "\(path): no data for \(String(format: "%g", seconds)) s while \(activity) (the source stalled or is unreachable)"
         }
     }
 }
@@ -32,6 +36,7 @@ enum FFmpeg {
 
     static let eagain = spotter_averror_eagain()
     static let eof = spotter_averror_eof()
+    static let exit = spotter_averror_exit()
 
     /// FFmpeg's text for an error code.
     static func message(_ code: Int32) -> String {
@@ -118,15 +123,67 @@ final class CodecContext {
     }
 }
 
+/// Lets blocking FFmpeg I/O (connect, read) give up: after a deadline, or when another thread
+/// asks (SIGINT). FFmpeg polls `shouldStop` through the format context's interrupt callback about
+/// every 100 ms while it waits.
+final class IOInterrupt: @unchecked Sendable {
+    // Every stored property is guarded by `lock`: the reader's thread arms it, any thread interrupts.
+    private let lock = NSLock()
+    private var deadline: ContinuousClock.Instant?
+    private var interrupted = false
+    private var expired = false
+
+    /// Starts a deadline `seconds` from now (nil: none) and clears an earlier expiry.
+    func arm(_ seconds: Double?) {
+        lock.lock()
+        deadline = seconds.map { .now + .milliseconds(Int($0 * 1000)) }
+        expired = false
+        lock.unlock()
+    }
+
+    /// Makes every blocking call return now and from now on.
+    func interrupt() {
+        lock.lock()
+        interrupted = true
+        lock.unlock()
+    }
+
+    var wasInterrupted: Bool { lock.withLock { interrupted } }
+    var hasExpired: Bool { lock.withLock { expired } }
+
+    var shouldStop: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if let deadline, ContinuousClock.now > deadline { expired = true }
+        return interrupted || expired
+    }
+
+    /// The C callback FFmpeg calls with `Unmanaged.passUnretained(self)` as its argument.
+    static let callback: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { opaque in
+        guard let opaque else { return 0 }
+        return Unmanaged<IOInterrupt>.fromOpaque(opaque).takeUnretainedValue().shouldStop ? 1 : 0
+    }
+}
+
 /// Owns an `AVFormatContext` opened for reading.
 final class InputContext {
     let pointer: UnsafeMutablePointer<AVFormatContext>
+    /// Kept alive as long as the context, which calls it.
+    let interrupt: IOInterrupt
 
-    /// Opens `path`, with an explicit input format name (`video4linux2`) when given.
-    init(path: String, format: String? = nil) throws {
-        var context: UnsafeMutablePointer<AVFormatContext>?
+    /// Opens `path`, with an explicit input format name (`video4linux2`) when given; gives up after
+    /// `timeout` seconds without progress, or when `interrupt` is triggered.
+    init(path: String, format: String? = nil, interrupt: IOInterrupt = IOInterrupt(), timeout: Double? = nil) throws {
+        guard var context: UnsafeMutablePointer<AVFormatContext>? = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
+        self.interrupt = interrupt
+        context!.pointee.interrupt_callback = AVIOInterruptCB(callback: IOInterrupt.callback, opaque: Unmanaged.passUnretained(interrupt).toOpaque())
         let inputFormat = format.flatMap { av_find_input_format($0) }
-        try FFmpeg.check(avformat_open_input(&context, path, inputFormat, nil)) { .cannotOpen(path: path, reason: $0) }
+        interrupt.arm(timeout)
+        defer { interrupt.arm(nil) }
+        // On failure avformat_open_input frees the context.
+        let status = avformat_open_input(&context, path, inputFormat, nil)
+        if status < 0, interrupt.hasExpired { throw MediaError.timedOut(path: path, seconds: timeout ?? 0, while: "connecting") }
+        try FFmpeg.check(status) { .cannotOpen(path: path, reason: $0) }
         guard let context else { throw MediaError.cannotOpen(path: path, reason: "no context") }
         pointer = context
     }

@@ -35,9 +35,31 @@ public final class VideoReader {
         public var metadata: [String: String] = [:]
     }
 
+    /// How long the reader waits for a source.
+    public struct Options: Sendable {
+        /// Seconds to open the input (connect, read the header and probe the streams). Default 15.
+        public var openTimeout: Double = 15
+        /// Seconds without a packet before a read gives up with ``MediaError/timedOut(path:seconds:while:)``.
+        /// Default 10.
+        public var readTimeout: Double = 10
+        /// Threads FFmpeg's decoder may use. Default 1, so the other cores stay free for detection
+        /// and encoding.
+        public var decoderThreads: Int = 1
+
+        public init(openTimeout: Double = 15, readTimeout: Double = 10, decoderThreads: Int = 1) {
+            self.openTimeout = openTimeout
+            self.readTimeout = readTimeout
+            self.decoderThreads = decoderThreads
+        }
+    }
+
     public let path: String
     public let info: Info
+    public let options: Options
+    /// Packets the demuxer or decoder rejected as damaged and that were skipped.
+    public private(set) var damagedPackets = 0
     private let input: InputContext
+    private let interrupt = IOInterrupt()
     private let decoder: CodecContext
     private let streamIndex: Int32
     private let timeBase: Double
@@ -51,19 +73,23 @@ public final class VideoReader {
 
     /// Opens `path` (a file, URL or `/dev/videoN`).
     ///
-    /// - Parameter decoderThreads: threads FFmpeg's decoder may use (default 1, so the other cores
-    ///   stay free for detection and encoding).
-    /// - Throws: ``MediaError``.
-    public init(path: String, decoderThreads: Int = 1) throws {
+    /// - Throws: ``MediaError``; ``MediaError/timedOut(path:seconds:while:)`` when the source does
+    ///   not answer within `options.openTimeout`.
+    public init(path: String, options: Options = Options()) throws {
         FFmpeg.quietLogs()
         self.path = path
+        self.options = options
         let isDevice = path.hasPrefix("/dev/video")
         if isDevice, spotter_load_avdevice() != 0 {
             throw MediaError.cannotOpen(path: path, reason: "cameras need libavdevice (apt-get install libavdevice59)")
         }
         avformat_network_init()
-        input = try InputContext(path: path, format: isDevice ? "video4linux2" : nil)
-        try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .cannotOpen(path: path, reason: $0) }
+        input = try InputContext(path: path, format: isDevice ? "video4linux2" : nil, interrupt: interrupt, timeout: options.openTimeout)
+        interrupt.arm(options.openTimeout)
+        let probed = avformat_find_stream_info(input.pointer, nil)
+        interrupt.arm(nil)
+        if probed < 0, interrupt.hasExpired { throw MediaError.timedOut(path: path, seconds: options.openTimeout, while: "reading the stream's header") }
+        try FFmpeg.check(probed) { .cannotOpen(path: path, reason: $0) }
         let index = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
         guard index >= 0, let stream = input.pointer.pointee.streams[Int(index)] else { throw MediaError.noVideoStream(path: path) }
         streamIndex = index
@@ -73,7 +99,7 @@ public final class VideoReader {
         }
         decoder = CodecContext(codec: codec)
         try FFmpeg.check(avcodec_parameters_to_context(decoder.pointer, parameters)) { .cannotOpen(path: path, reason: $0) }
-        decoder.pointer.pointee.thread_count = Int32(max(1, decoderThreads))
+        decoder.pointer.pointee.thread_count = Int32(max(1, options.decoderThreads))
         try FFmpeg.check(avcodec_open2(decoder.pointer, codec, nil)) { .cannotOpen(path: path, reason: $0) }
         timeBase = av_q2d(stream.pointee.time_base)
 
@@ -96,11 +122,26 @@ public final class VideoReader {
             metadata: FFmpeg.dictionary(input.pointer.pointee.metadata))
     }
 
-    /// Decodes the next frame; nil at the end of the stream.
+    /// Makes a blocked or later `nextFrame()` return nil at once (end of input); safe from any
+    /// thread (used for SIGINT and SIGTERM).
+    public func interruptReading() { interrupt.interrupt() }
+
+    /// Whether reading ended because ``interruptReading()`` was called.
+    public var wasInterrupted: Bool { interrupt.wasInterrupted }
+
+    /// Damaged data in a row before the reader gives up.
+    private static let maxConsecutiveErrors = 500
+
+    /// Decodes the next frame; nil at the end of the stream (or after ``interruptReading()``).
     ///
-    /// - Throws: ``MediaError/decodeFailed(path:reason:)`` when the input is damaged; frames before
-    ///   the damage have been returned.
+    /// Damaged packets are skipped, as FFmpeg's own tools do, and decoding resumes at the next
+    /// decodable one (counted in ``damagedPackets``).
+    ///
+    /// - Throws: ``MediaError/timedOut(path:seconds:while:)`` when a source sends nothing for
+    ///   `options.readTimeout`; ``MediaError/decodeFailed(path:reason:)`` when reading fails for good
+    ///   (a broken connection, or only damaged data); frames before it have been returned.
     public func nextFrame() throws -> VideoFrame? {
+        var errors = 0
         while !finished {
             let received = avcodec_receive_frame(decoder.pointer, frame.pointer)
             if received == 0 { return try deliver() }
@@ -108,20 +149,44 @@ public final class VideoReader {
                 finished = true
                 break
             }
-            guard received == FFmpeg.eagain else { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(received)) }
+            if received != FFmpeg.eagain {
+                // A frame the decoder could not rebuild: skip it.
+                damagedPackets += 1
+                errors += 1
+                guard errors < Self.maxConsecutiveErrors else { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(received)) }
+                continue
+            }
             if draining { finished = true; break }
+            interrupt.arm(options.readTimeout)
             let status = av_read_frame(input.pointer, packet.pointer)
+            interrupt.arm(nil)
+            if interrupt.wasInterrupted {
+                if status >= 0 { av_packet_unref(packet.pointer) }
+                finished = true
+                break
+            }
             if status == FFmpeg.eof {
                 draining = true
                 avcodec_send_packet(decoder.pointer, nil)
                 continue
             }
-            guard status >= 0 else { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(status)) }
+            if status < 0 {
+                if interrupt.hasExpired { throw MediaError.timedOut(path: path, seconds: options.readTimeout, while: "reading") }
+                // Damaged container data: the demuxer resynchronises on the next read, up to a point.
+                damagedPackets += 1
+                errors += 1
+                guard errors < Self.maxConsecutiveErrors, input.pointer.pointee.pb == nil || avio_feof(input.pointer.pointee.pb) == 0 else {
+                    throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(status))
+                }
+                continue
+            }
             defer { av_packet_unref(packet.pointer) }
             guard packet.pointer.pointee.stream_index == streamIndex else { continue }
             let sent = avcodec_send_packet(decoder.pointer, packet.pointer)
             if sent < 0 && sent != FFmpeg.eagain {
-                throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(sent))
+                damagedPackets += 1
+                errors += 1
+                guard errors < Self.maxConsecutiveErrors else { throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(sent)) }
             }
         }
         return nil

@@ -82,6 +82,8 @@ public struct PipelineStats: Sendable, Codable {
     public var inferenceMilliseconds: Double = 0
 
     public var fps: Double { elapsed > 0 ? Double(processed) / elapsed : 0 }
+
+    public init() {}
 }
 
 /// Runs decode, detect, and a consumer (draw and encode, or the recorder) on separate threads
@@ -108,12 +110,15 @@ public final class FramePipeline {
 
     public let reader: VideoReader
     public let options: Options
-    /// Set to stop reading; frames already read are still processed (used for SIGINT/SIGTERM).
-    public let stopRequested = StopFlag()
+    /// Set to stop reading (SIGINT, SIGTERM): a read blocked on a stalled source returns at once;
+    /// frames already read are still processed.
+    public let stopRequested: StopFlag
 
     public init(reader: VideoReader, options: Options = Options()) {
         self.reader = reader
         self.options = options
+        let handle = UncheckedReader(reader: reader)
+        stopRequested = StopFlag(onSet: { handle.reader.interruptReading() })
     }
 
     /// Runs to the end of the input (or a stop request). `detect` runs on the calling thread;
@@ -206,16 +211,21 @@ public final class FramePipeline {
 
 /// A flag one thread sets and others read.
 public final class StopFlag: @unchecked Sendable {
-    // Guarded by `lock`.
+    // `value` is guarded by `lock`; `onSet` is immutable and Sendable.
     private let lock = NSLock()
     private var value = false
+    private let onSet: (@Sendable () -> Void)?
 
-    public init() {}
+    /// - Parameter onSet: called (on the setting thread) each time the flag is set.
+    public init(onSet: (@Sendable () -> Void)? = nil) {
+        self.onSet = onSet
+    }
 
     public func set() {
         lock.lock()
         value = true
         lock.unlock()
+        onSet?()
     }
 
     public var isSet: Bool {
@@ -262,7 +272,8 @@ final class Counter: @unchecked Sendable {
     }
 }
 
-/// Hands the reader to the decode thread, which is then its only user until `run` returns.
+/// Hands the reader to the decode thread, which is then its only user until `run` returns (other
+/// threads only call its thread-safe `interruptReading()`).
 private struct UncheckedReader: @unchecked Sendable {
     let reader: VideoReader
 }

@@ -42,6 +42,12 @@ struct Record: ParsableCommand {
     @Option(help: "libx264 preset for the clips: ultrafast (fastest) ... veryslow (smallest files).")
     var preset: X264Preset = .ultrafast
 
+    @Flag(help: "Live sources: when the stream ends or stalls, finish the open clip and reconnect (waiting 1, 2, 4 ... 30 s between attempts) until interrupted.")
+    var reconnect = false
+
+    @Option(help: "Seconds without data before a network source counts as stalled.")
+    var timeout: Double = 10
+
     /// Frames of pre-roll that fit in 256 MiB of RGB pixels.
     static func preRollFrames(_ info: VideoReader.Info) -> Int {
         max(1, (256 << 20) / max(1, info.width * info.height * 3))
@@ -49,6 +55,7 @@ struct Record: ParsableCommand {
 
     func validate() throws {
         guard postRoll >= 0, preRoll >= 0 else { throw ValidationError("--post-roll and --pre-roll cannot be negative") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
     func run() throws {
@@ -62,8 +69,10 @@ struct Record: ParsableCommand {
             warn("\(album): indexed \(repair.adopted.count) clip(s) an earlier run left unfinished (marked incomplete), removed \(repair.removed.count) unreadable one(s)")
         }
         let source = try self.detector.store.resolveVideo(input)
-        let reader: VideoReader
-        do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
+        let interruption = Interruption()
+        let readerOptions = VideoReader.Options(openTimeout: max(timeout, 5), readTimeout: timeout)
+        var reader: VideoReader
+        do { reader = try VideoReader(path: source, options: readerOptions) } catch { throw CommandFailure("\(error)") }
         let detector = try options.makeDetector(pipelined: true)
         let info = reader.info
         let json = self.json
@@ -87,6 +96,7 @@ struct Record: ParsableCommand {
                             "event": "clip_finished", "path": albumDirectory.appendingPathComponent(entry.clip).path,
                             "start": entry.start, "end": entry.end,
                             "frames": entry.frames, "duration": entry.duration, "labels": entry.labels, "best_score": entry.bestScore,
+                            "incomplete": entry.incomplete,
                             "thumbnail": entry.thumbnail.map { albumDirectory.appendingPathComponent($0).path } ?? ""]))
                     } else {
                         emit(String(format: "%@  %.1f-%.1f s  %d frames  %@ (best %.2f)", entry.clip, entry.start, entry.end,
@@ -94,40 +104,79 @@ struct Record: ParsableCommand {
                     }
                 }
             })
-        let pipeline = FramePipeline(reader: reader)
-        let interruption = Interruption(stopping: pipeline.stopRequested)
         let bar = ProgressBar(total: info.frameCount ?? 0, enabled: !json)
         var lastProgress = Date.distantPast
-        let stats: PipelineStats
-        do {
-            stats = try pipeline.run(
-                detect: { try detector.detect($0.image).detections },
-                consume: { try session.consume($0) },
-                progress: { stats in
-                    reportProgress(bar, stats, info: info)
-                    if json, Date().timeIntervalSince(lastProgress) >= 2 {
-                        lastProgress = Date()
-                        emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
-                                                       "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
-                                                       "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
-                    }
-                })
-        } catch {
-            bar.finish()
-            try? session.finish()
-            let kept = session.clipsFinished == 0 ? "no clip was finished" : "\(session.clipsFinished) clip(s) are in \(album)"
-            throw CommandFailure("\(input): \(error) (\(kept))")
+        var total = PipelineStats()
+        var backoff = 1.0
+        func kept() -> String { session.clipsFinished == 0 ? "no clip was recorded" : "\(session.clipsFinished) clip(s) are in \(album)" }
+        while true {
+            let pipeline = FramePipeline(reader: reader)
+            interruption.stop(pipeline.stopRequested)
+            var failure: Error?
+            do {
+                let stats = try pipeline.run(
+                    detect: { try detector.detect($0.image).detections },
+                    consume: { try session.consume($0) },
+                    progress: { stats in
+                        reportProgress(bar, stats, info: info)
+                        if json, Date().timeIntervalSince(lastProgress) >= 2 {
+                            lastProgress = Date()
+                            emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
+                                                           "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
+                                                           "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
+                        }
+                    })
+                total.processed += stats.processed
+                total.dropped += stats.dropped
+                total.received += stats.received
+                total.elapsed += stats.elapsed
+            } catch {
+                failure = error
+            }
+            if interruption.signalled != nil { break }
+            // A file that ended, or failed without --reconnect, ends the run.
+            guard reader.info.isLive, reconnect else {
+                if let failure {
+                    bar.finish()
+                    try? session.finish()
+                    throw CommandFailure("\(input): \(failure) (\(kept()))")
+                }
+                if reader.info.isLive {
+                    bar.finish()
+                    try? session.finish()
+                    throw CommandFailure("\(input): the stream ended after \(total.processed) frames (\(kept()); --reconnect waits for it to come back)")
+                }
+                break
+            }
+            // A live source that ended or stalled: finish the open clip, then reconnect with backoff.
+            do { try session.finish() } catch { throw CommandFailure("\(album): \(error)") }
+            warn("\(input): \(failure.map { "\($0)" } ?? "the stream ended"); reconnecting in \(Int(backoff)) s")
+            var reopened: VideoReader?
+            while reopened == nil, interruption.wait(seconds: backoff) {
+                backoff = min(backoff * 2, 30)
+                do { reopened = try VideoReader(path: source, options: readerOptions) } catch {
+                    warn("\(input): \(error); next attempt in \(Int(backoff)) s")
+                }
+            }
+            guard let reopened else { break }
+            reader = reopened
+            backoff = 1
         }
+        bar.finish()
         do {
             try session.finish()
         } catch {
             throw CommandFailure("\(album): \(error)")
         }
-        bar.finish()
-        let summary = String(format: "%d frames in %.1f s (%.1f fps), %d dropped; album: %@", stats.processed, stats.elapsed, stats.fps, stats.dropped, album)
+        if reader.damagedPackets > 0 { warn("\(input): skipped \(reader.damagedPackets) damaged packet(s)") }
+        if total.processed == 0 && interruption.signalled == nil {
+            throw CommandFailure("\(input) holds no decodable video frame; nothing was recorded")
+        }
+        let summary = String(format: "%d frames in %.1f s (%.1f fps), %d dropped, %d clip(s); album: %@", total.processed, total.elapsed, total.fps,
+                             total.dropped, session.clipsFinished, album)
         if json {
-            emit(ResultEncoding.serialize(["event": "finished", "processed": stats.processed, "dropped": stats.dropped,
-                                           "fps": (stats.fps * 10).rounded() / 10, "interrupted": interruption.signalled != nil]))
+            emit(ResultEncoding.serialize(["event": "finished", "processed": total.processed, "dropped": total.dropped,
+                                           "fps": (total.fps * 10).rounded() / 10, "interrupted": interruption.signalled != nil]))
         } else {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }

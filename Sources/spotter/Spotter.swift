@@ -12,12 +12,13 @@ struct Spotter: AsyncParsableCommand {
               spotter detect photo.jpg --save-dir annotated/
               spotter video street.mp4 --output boxes.mp4
               spotter record doorbell.mp4 --album ~/Clips
+              spotter album list ~/Clips
               spotter models pull coco-ssd-mobilenet-v1
               spotter samples list
               spotter inspect ../shared/models/coco-ssd-mobilenet-v1/detect.tflite
               spotter run detect.tflite --input frame.npy --output-dir out/
             """,
-        subcommands: [Detect.self, Video.self, Record.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
+        subcommands: [Detect.self, Video.self, Record.self, AlbumCommand.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
     )
 }
 

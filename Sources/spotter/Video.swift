@@ -10,22 +10,55 @@ enum X264Preset: String, ExpressibleByArgument, CaseIterable {
     case ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow
 }
 
-/// Stops a pipeline on SIGINT and SIGTERM, so open files are finished before exiting.
-final class Interruption {
+/// Stops the running pipeline on SIGINT and SIGTERM, so open files are finished before exiting.
+final class Interruption: @unchecked Sendable {
+    // `target` and `signalled` are guarded by `lock`: set on the main thread, read by the handlers.
+    private let lock = NSLock()
     private var sources: [DispatchSourceSignal] = []
-    private(set) var signalled: Int32?
+    private var target: StopFlag?
+    private var number: Int32?
 
-    init(stopping flag: StopFlag) {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    init() {
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { [weak self] in
-                self?.signalled = number
-                flag.set()
+                guard let self else { return }
+                let flag = self.lock.withLock {
+                    self.number = signalNumber
+                    return self.target
+                }
+                flag?.set()
             }
             source.resume()
             sources.append(source)
         }
+    }
+
+    convenience init(stopping flag: StopFlag) {
+        self.init()
+        stop(flag)
+    }
+
+    /// The pipeline flag a signal sets from now on.
+    func stop(_ flag: StopFlag) {
+        let signalled = lock.withLock {
+            target = flag
+            return number != nil
+        }
+        if signalled { flag.set() }
+    }
+
+    var signalled: Int32? { lock.withLock { number } }
+
+    /// Waits `seconds`, returning early (false) when a signal arrives.
+    func wait(seconds: Double) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if signalled != nil { return false }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return signalled == nil
     }
 }
 
@@ -69,8 +102,12 @@ struct Video: ParsableCommand {
     @Option(help: "libx264 preset: ultrafast (fastest) ... veryslow (smallest files; veryfast is about half the size).")
     var preset: X264Preset = .ultrafast
 
+    @Option(help: "Seconds without data before a network source counts as stalled.")
+    var timeout: Double = 10
+
     func validate() throws {
         guard every >= 1 else { throw ValidationError("--every must be at least 1") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
     func run() throws {
@@ -84,7 +121,7 @@ struct Video: ParsableCommand {
             try checkWritable(jsonl, flag: "--jsonl")
         }
         let reader: VideoReader
-        do { reader = try VideoReader(path: source) } catch { throw CommandFailure("\(error)") }
+        do { reader = try VideoReader(path: source, options: .init(openTimeout: max(timeout, 5), readTimeout: timeout)) } catch { throw CommandFailure("\(error)") }
         let detector = try self.detector.makeDetector(pipelined: true)
         let info = reader.info
         let staged = StagedFile(output)
@@ -147,7 +184,9 @@ struct Video: ParsableCommand {
         stats.elapsed = max(stats.elapsed, 1e-9)
         FileHandle.standardError.write(Data(String(format: "%@: %d frames in %.1f s (%.1f fps)%@\n", output, stats.processed, stats.elapsed, stats.fps,
                                                     interruption.signalled != nil ? ", interrupted" : "").utf8))
+        if reader.damagedPackets > 0 { warn("\(input): skipped \(reader.damagedPackets) damaged packet(s)") }
         if interruption.signalled != nil { throw ExitCode(130) }
+        if info.isLive { throw CommandFailure("\(input): the stream ended after \(stats.processed) frames (they were written to \(output))") }
     }
 }
 
