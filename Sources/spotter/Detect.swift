@@ -30,10 +30,10 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "A labels file (default: the model's metadata, else labelmap.txt or labels.txt beside the model).")
     var labels: String?
 
-    @Option(help: "Minimum score, 0...1.")
+    @Option(parsing: .unconditional, help: "Minimum score, 0...1.")
     var threshold: Float = 0.5
 
-    @Option(help: "At most this many detections per picture.")
+    @Option(parsing: .unconditional, help: "At most this many detections per picture.")
     var maxResults: Int?
 
     @Option(help: "Only these classes, comma-separated label names (for example person,cup).")
@@ -48,10 +48,10 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "How pictures are fitted to the model input: stretch, crop or letterbox.")
     var resize: ResizeChoice = .stretch
 
-    @Option(help: "For float models without normalization metadata: the mean subtracted from pixels.")
+    @Option(parsing: .unconditional, help: "For float models without normalization metadata: the mean subtracted from pixels.")
     var mean: Float?
 
-    @Option(help: "For float models without normalization metadata: the divisor after the mean.")
+    @Option(parsing: .unconditional, help: "For float models without normalization metadata: the divisor after the mean.")
     var std: Float?
 
     @OptionGroup var store: StoreFlags
@@ -82,11 +82,19 @@ struct DetectorOptions: ParsableArguments {
         options.parksThreadsBetweenPictures = pipelined
         if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let mean, let std { options.normalization = .init(mean: [mean], std: [std]) }
+        let detector: ObjectDetector
         do {
-            return try ObjectDetector(modelPath: path, options: options)
+            detector = try ObjectDetector(modelPath: path, options: options)
+        } catch let error as DetectorError {
+            if case .cannotReadLabels = error { throw CommandFailure("--labels: \(error)") }
+            throw CommandFailure("cannot use \(path): \(error)")
         } catch {
             throw CommandFailure("cannot use \(path): \(error)")
         }
+        if detector.labels == nil {
+            warn("no labels for \(path) (none in its metadata, no labelmap.txt or labels.txt beside it): classes print as \"class N\"; pass --labels FILE")
+        }
+        return detector
     }
 }
 
@@ -115,24 +123,40 @@ struct Detect: ParsableCommand {
     @Flag(help: "Same as --format json.")
     var json = false
 
-    @Option(help: "Write annotated copies of the pictures here.")
+    @Option(help: "Write annotated copies of the pictures here (folders of the inputs kept; never over an input).")
     var saveDir: String?
 
+    @Flag(help: "Also search the folders inside input folders.")
+    var recursive = false
+
     func run() throws {
-        let files = try expand(inputs)
+        let found = expand(inputs, recursive: recursive, skipping: saveDir)
+        for missing in found.missing { FileHandle.standardError.write(Data("\(missing): no such file or folder\n".utf8)) }
+        let files = found.files.map(\.path)
         guard !files.isEmpty else { throw CommandFailure("no pictures found in \(inputs.joined(separator: " "))") }
+        let outputs = saveDir.map { annotatedPaths(for: found.files, in: $0) } ?? [:]
+        if let saveDir {
+            do { try FileManager.default.createDirectory(atPath: saveDir, withIntermediateDirectories: true) } catch {
+                throw CommandFailure("--save-dir \(saveDir): \(error.localizedDescription)")
+            }
+        }
         let detector = try self.detector.makeDetector()
         let annotator = saveDir == nil ? nil : try Annotator()
-        if let saveDir { try FileManager.default.createDirectory(atPath: saveDir, withIntermediateDirectories: true) }
         let format = json ? .json : self.format
         let progress = ProgressBar(total: files.count, enabled: files.count > 3)
-        var failures = 0
+        var failures = found.missing.count
+        var unlabeled = Set<Int>()
         var coco: [[String: Any]] = []
         for (index, file) in files.enumerated() {
             progress.update(index, note: URL(fileURLWithPath: file).lastPathComponent)
             do {
                 var picture = try ImageFile.decode(file).upright
                 let result = try detector.detect(picture)
+                if let labels = detector.labels {
+                    for d in result.detections where d.label == "class \(d.classIndex)" && unlabeled.insert(d.classIndex).inserted {
+                        progress.error("Warning: \(labels.source) has no line for class \(d.classIndex) (\(labels.lines.count) lines); pass --labels FILE")
+                    }
+                }
                 switch format {
                 case .table: progress.print(table(file, result))
                 case .json: progress.print(ResultEncoding.json(result, image: file))
@@ -140,13 +164,14 @@ struct Detect: ParsableCommand {
                 case .yolo: progress.print("# \(file)\n" + ResultEncoding.yolo(result))
                 case .coco: coco += ResultEncoding.coco(result, imageID: Self.imageID(file, index: index), labels: detector.labels)
                 }
-                if let annotator, let saveDir {
+                if let annotator, let target = outputs[file] {
                     annotator.draw(result.detections, on: &picture)
-                    let name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
-                    let ext = file.lowercased().hasSuffix(".png") ? "png" : "jpg"
-                    try ImageFile.write(picture, to: URL(fileURLWithPath: saveDir).appendingPathComponent("\(name).\(ext)").path)
+                    try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path,
+                                                            withIntermediateDirectories: true)
+                    try ImageFile.write(picture, to: target)
                     if format == .yolo {
-                        try ResultEncoding.yolo(result).write(toFile: URL(fileURLWithPath: saveDir).appendingPathComponent("\(name).txt").path, atomically: true, encoding: .utf8)
+                        try ResultEncoding.yolo(result).write(toFile: URL(fileURLWithPath: target).deletingPathExtension().path + ".txt",
+                                                              atomically: true, encoding: .utf8)
                     }
                 }
             } catch {
@@ -157,7 +182,7 @@ struct Detect: ParsableCommand {
         progress.finish()
         if format == .coco { print(ResultEncoding.serialize(coco)) }
         if failures > 0 {
-            throw CommandFailure("\(failures) of \(files.count) pictures could not be processed (see above)")
+            throw CommandFailure("\(failures) of \(files.count + found.missing.count) inputs could not be processed (see above)")
         }
     }
 
@@ -176,22 +201,62 @@ struct Detect: ParsableCommand {
     }
 }
 
-/// Files named on the command line, with directories expanded to the pictures inside, sorted.
-func expand(_ inputs: [String]) throws -> [String] {
-    let extensions: Set<String> = ["jpg", "jpeg", "png", "bmp", "webp"]
-    var files: [String] = []
+/// Picture file extensions `detect` looks for in folders (everything FFmpeg or libjpeg reads).
+let pictureExtensions: Set<String> = ["jpg", "jpeg", "jfif", "png", "bmp", "webp", "tif", "tiff", "gif", "ppm", "pgm", "pnm"]
+
+/// A picture found from the command line: its path and its path relative to the folder named on
+/// the command line (just the file name for files named directly).
+struct FoundPicture {
+    var path: String
+    var relative: String
+}
+
+/// Files named on the command line, with folders expanded to the pictures inside (recursively with
+/// `recursive`, never inside `skipping`), sorted; names that do not exist are returned apart.
+func expand(_ inputs: [String], recursive: Bool, skipping: String? = nil) -> (files: [FoundPicture], missing: [String]) {
+    var files: [FoundPicture] = [], missing: [String] = []
+    let manager = FileManager.default
     for input in inputs {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory) else {
-            throw CommandFailure("\(input) does not exist")
+        guard manager.fileExists(atPath: input, isDirectory: &isDirectory) else {
+            missing.append(input)
+            continue
         }
-        if isDirectory.boolValue {
-            let names = try FileManager.default.contentsOfDirectory(atPath: input).sorted()
-            files += names.filter { extensions.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
-                .map { URL(fileURLWithPath: input).appendingPathComponent($0).path }
-        } else {
-            files.append(input)
+        guard isDirectory.boolValue else {
+            files.append(FoundPicture(path: input, relative: URL(fileURLWithPath: input).lastPathComponent))
+            continue
+        }
+        let root = URL(fileURLWithPath: input).standardizedFileURL
+        // Earlier annotated copies in a save folder inside this one are not inputs.
+        let skipped = skipping.map { URL(fileURLWithPath: $0).standardizedFileURL.path + "/" }.flatMap { $0 == root.path + "/" ? nil : $0 }
+        let names = (try? recursive ? manager.subpathsOfDirectory(atPath: input) : manager.contentsOfDirectory(atPath: input)) ?? []
+        for name in names.sorted() where pictureExtensions.contains(URL(fileURLWithPath: name).pathExtension.lowercased()) {
+            let path = root.appendingPathComponent(name).path
+            if let skipped, path.hasPrefix(skipped) { continue }
+            files.append(FoundPicture(path: path, relative: name))
         }
     }
-    return files
+    return (files, missing)
+}
+
+/// Where `detect --save-dir` writes each picture's annotated copy: the picture's path relative to
+/// the folder it was found in, below `folder`, as PNG for PNG inputs and JPEG otherwise. A name that
+/// is already taken by another output of this run or by an input gets `-2`, `-3`... before its
+/// extension, so no input is overwritten and no two inputs share an output.
+func annotatedPaths(for pictures: [FoundPicture], in folder: String) -> [String: String] {
+    var result: [String: String] = [:]
+    var taken = Set<String>()
+    let inputs = Set(pictures.compactMap { FileID($0.path) })
+    for picture in pictures {
+        let ext = picture.path.lowercased().hasSuffix(".png") ? "png" : "jpg"
+        let stem = URL(fileURLWithPath: folder).appendingPathComponent(picture.relative).deletingPathExtension().path
+        var candidate = "\(stem).\(ext)", suffix = 1
+        while taken.contains(candidate) || FileID(candidate).map(inputs.contains) == true {
+            suffix += 1
+            candidate = "\(stem)-\(suffix).\(ext)"
+        }
+        taken.insert(candidate)
+        result[picture.path] = candidate
+    }
+    return result
 }

@@ -3,13 +3,23 @@ import Foundation
 import Glibc
 #endif
 
+/// A file's identity (device and inode), nil when it does not exist.
+struct FileID: Hashable {
+    var device: UInt64
+    var inode: UInt64
+
+    init?(_ path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
 /// Whether two paths name one file: the same device and inode when both exist (hard links,
 /// symbolic links, `./x` and `x`), else the same absolute path.
 func sameFile(_ a: String, _ b: String) -> Bool {
-    var first = stat(), second = stat()
-    if stat(a, &first) == 0, stat(b, &second) == 0 {
-        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
-    }
+    if let first = FileID(a), let second = FileID(b) { return first == second }
     return URL(fileURLWithPath: a).standardizedFileURL.resolvingSymlinksInPath().path
         == URL(fileURLWithPath: b).standardizedFileURL.resolvingSymlinksInPath().path
 }

@@ -118,6 +118,8 @@ public final class RunningProgram {
         try process.run()
     }
 
+    public var pid: Int32 { process.processIdentifier }
+
     public func wait() -> ProgramResult {
         process.waitUntilExit()
         defer {

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The command line never writes over an input and never leaves a half-written file under an
+/// output's name.
+@Suite struct FileSafetyTests {
+    static let model = Fixtures.detectModel.path
+
+    static func folder(_ name: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-\(name)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func copy(_ image: String, to url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: Fixtures.shared.appendingPathComponent("images/\(image)"), to: url)
+    }
+
+    @Test func sameNamesInTwoFoldersGetTwoAnnotatedCopies() throws {
+        let root = try Self.folder("names")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Self.copy("astronaut.png", to: root.appendingPathComponent("d1/x.png"))
+        try Self.copy("coffee.png", to: root.appendingPathComponent("d2/x.png"))
+        try Self.copy("chelsea.png", to: root.appendingPathComponent("d1/sub/c.png"))
+        let out = root.appendingPathComponent("out")
+        let result = try Fixtures.runSpotter(["detect", root.appendingPathComponent("d1").path, root.appendingPathComponent("d2").path,
+                                              "--recursive", "--save-dir", out.path, "--model", Self.model])
+        #expect(result.status == 0, "\(result.errors)")
+        let written = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".png") }.sorted()
+        #expect(written == ["sub/c.png", "x-2.png", "x.png"])
+        // Each copy is its own picture (ffprobe reads their sizes: astronaut 512x512, coffee 600x400).
+        let sizes = try ["x.png", "x-2.png"].map { name in
+            try run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", out.appendingPathComponent(name).path])
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(sizes == ["512,512", "600,400"])
+    }
+
+    @Test func saveDirEqualToTheInputFolderNeverOverwritesAPicture() throws {
+        let root = try Self.folder("inplace")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let picture = root.appendingPathComponent("x.png")
+        try Self.copy("astronaut.png", to: picture)
+        let before = try Data(contentsOf: picture)
+        let result = try Fixtures.runSpotter(["detect", root.path, "--save-dir", root.path, "--model", Self.model])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(try Data(contentsOf: picture) == before)
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("x-2.png").path))
+    }
+
+    @Test func missingInputIsReportedAndTheOthersAreProcessed() throws {
+        let result = try Fixtures.runSpotter(["detect", "/nonexistent/a.png", Fixtures.shared.appendingPathComponent("images/coffee.png").path,
+                                              "--json", "--model", Self.model])
+        #expect(result.status == 1)
+        #expect(result.errors.contains("/nonexistent/a.png"))
+        #expect(result.output.contains("\"cup\""))
+    }
+
+    @Test func negativeThresholdGetsAMessageAboutTheValue() throws {
+        let result = try Fixtures.runSpotter(["detect", "x.png", "--threshold", "-1"])
+        #expect(result.status != 0 && result.errors.contains("--threshold must be between 0 and 1"), "\(result.errors)")
+    }
+
+    @Test func videoOutputEqualToItsInputIsRefusedAndTheInputKept() throws {
+        let root = try Self.folder("same")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let video = root.appendingPathComponent("same.mkv")
+        try FileManager.default.copyItem(at: Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv"), to: video)
+        let before = try Data(contentsOf: video)
+        // Also through another spelling of the same path.
+        for output in [video.path, root.appendingPathComponent("./same.mkv").path] {
+            let result = try Fixtures.runSpotter(["video", video.path, "--output", output, "--model", Self.model])
+            #expect(result.status == 1 && result.errors.contains("is the input"), "\(result.errors)")
+        }
+        #expect(try Data(contentsOf: video) == before)
+    }
+
+    @Test func killedVideoLeavesNothingUnderTheOutputName() throws {
+        let root = try Self.folder("killed")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let output = root.appendingPathComponent("out.mp4")
+        let program = try RunningProgram(Fixtures.spotter, ["video", Fixtures.shared.appendingPathComponent("videos/one-by-one-person-detection.mp4").path,
+                                                           "--output", output.path, "--model", Self.model])
+        // Wait until the temporary file holds data, then kill.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+            if let partial = names.first(where: { $0.hasPrefix(".out.mp4.partial") }),
+               ((try? FileManager.default.attributesOfItem(atPath: root.appendingPathComponent(partial).path)[.size] as? Int) ?? 0) > 100_000 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        kill(program.pid, SIGKILL)
+        _ = program.wait()
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+        // A complete run renames its file into place.
+        let short = try Fixtures.runSpotter(["video", Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path, "--output", output.path,
+                                             "--model", Self.model])
+        #expect(short.status == 0, "\(short.errors)")
+        #expect(try run("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", output.path])
+                    .trimmingCharacters(in: .whitespacesAndNewlines) == "89")
+    }
+
+    @Test func inputWithAHeaderAndNoFramesIsAnErrorAndWritesNothing() throws {
+        let root = try Self.folder("noframes")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let empty = root.appendingPathComponent("empty.mp4")
+        try run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=10", "-frames:v", "0", "-c:v", "libx264", empty.path])
+        let output = root.appendingPathComponent("out.mp4")
+        let result = try Fixtures.runSpotter(["video", empty.path, "--output", output.path, "--model", Self.model])
+        #expect(result.status == 1, "\(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["empty.mp4"])
+    }
+}
