@@ -40,8 +40,8 @@ rng = np.random.default_rng(20261121)
 class T:
     """A tensor of the model being built."""
 
-    def __init__(self, shape, type, data=None, scale=None, zp=None, qdim=0, name=None, buffer=None):
-        self.shape, self.type, self.data, self.buffer = list(shape), type, data, buffer
+    def __init__(self, shape, type, data=None, scale=None, zp=None, qdim=0, name=None, buffer=None, sparse=False):
+        self.shape, self.type, self.data, self.buffer, self.sparse = list(shape), type, data, buffer, sparse
         self.scale = None if scale is None else np.atleast_1d(np.array(scale, np.float32))
         self.zp = None if zp is None else np.atleast_1d(np.array(zp, np.int64))
         self.qdim, self.name = qdim, name
@@ -90,8 +90,16 @@ def build(tensors, inputs, outputs, ops):
             M("QuantizationParameters").AddZeroPoint(b, zp)
             M("QuantizationParameters").AddQuantizedDimension(b, t.qdim)
             quant = M("QuantizationParameters").End(b)
+        sparsity = None
+        if t.sparse:
+            order = vector(b, M("SparsityParameters").SparsityParametersStartTraversalOrderVector, list(range(len(t.shape))), b.PrependInt32)
+            M("SparsityParameters").SparsityParametersStart(b)
+            M("SparsityParameters").SparsityParametersAddTraversalOrder(b, order)
+            sparsity = M("SparsityParameters").SparsityParametersEnd(b)
         M("Tensor").TensorStart(b)
         M("Tensor").TensorAddShape(b, shape)
+        if sparsity is not None:
+            M("Tensor").TensorAddSparsity(b, sparsity)
         M("Tensor").TensorAddType(b, t.type)
         M("Tensor").TensorAddBuffer(b, buffer_index[i] if t.buffer is None else t.buffer)
         M("Tensor").TensorAddName(b, name)
@@ -397,6 +405,10 @@ def write_invalid_models():
         # An operator Spotter has no kernel for.
         "unsupported_tanh.tflite": build([T([4], TT.FLOAT32), T([4], TT.FLOAT32)], [0], [1],
                                          [(Op.TANH, None, [0], [1], 0, None, None)]),
+        # A constant stored sparse (its buffer holds fewer values than its shape).
+        "sparse_constant.tflite": build([T([2, 3], TT.FLOAT32), T([2, 3], TT.FLOAT32, data=np.ones(2, np.float32), sparse=True),
+                                         T([2, 3], TT.FLOAT32)], [0], [2],
+                                        [(Op.ADD, None, [0, 1], [2], Opt.AddOptions, options("AddOptions"), None)]),
         # A constant whose buffer is shorter than its shape needs.
         "short_constant.tflite": build([T([2, 3], TT.FLOAT32), T([3], TT.FLOAT32, data=np.zeros(2, np.float32)),
                                         T([2, 3], TT.FLOAT32)], [0], [2],

@@ -86,6 +86,7 @@ public final class Interpreter {
         let graph = model.subgraph
         self.graph = graph
 
+        if let sparse = graph.tensors.first(where: \.isSparse) { throw InterpreterError.sparseTensor(name: sparse.name) }
         let context = PrepareContext(model: model, graph: graph)
         var kernels: [Kernel] = []
         var pool: ThreadPool?

@@ -22,6 +22,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
     case backendUnavailable(name: String, reason: String)
     /// A backend library call failed (`status` is the library's own code).
     case backendFailed(backend: String, call: String, operatorIndex: Int, status: Int)
+    /// A constant stored sparse; no kernel reads sparse constants yet.
+    case sparseTensor(name: String)
 
     public var description: String {
         switch self {
@@ -43,6 +45,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
             return "no tensor named \"\(name)\""
         case .backendUnavailable(let name, let reason):
             return "backend \(name) is not available: \(reason)"
+        case .sparseTensor(let name):
+            return "tensor \"\(name)\" is stored sparse (TFLite sparsity), which Spotter does not support yet"
         case .backendFailed(let backend, let call, let index, let status):
             return "\(backend): \(call) failed with status \(status) for operator \(index)"
         }

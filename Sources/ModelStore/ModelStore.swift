@@ -109,7 +109,7 @@ public final class ModelStore: Sendable {
     public func pull(_ reference: String, force: Bool = false, events: (StoreEvent) -> Void = { _ in }) throws -> CachedItem {
         let item = try item(for: reference)
         if !force, let cached = try readManifest(in: item.folder) { return cached }
-        guard !options.offline else { throw StoreError.offline(name: reference) }
+        guard !options.offline else { throw StoreError.offline(name: reference, kind: item.kind) }
         try prepareFolders()
         let lock = try lock(item) { events(.waitingForOtherPull(name: reference)) }
         defer { withExtendedLifetime(lock) {} }

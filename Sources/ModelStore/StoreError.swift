@@ -6,7 +6,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A path (it has a `/` or a file extension) where there is no file.
     case noSuchFile(path: String)
     /// Not cached and downloads are off (`--offline`, `SPOTTER_OFFLINE=1`).
-    case offline(name: String)
+    case offline(name: String, kind: CatalogEntry.Kind)
     /// The server answered with an error status.
     case httpStatus(url: String, status: Int)
     /// No byte arrived for `seconds`; what arrived is kept and the next pull resumes.
@@ -38,8 +38,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\"\(name)\" is neither a file, an http(s) URL nor a catalog name (known: \(known.joined(separator: ", "))); `spotter models list` shows the catalog"
         case .noSuchFile(let path):
             return "no file at \(path); check the path, or give a catalog name (`spotter models list`) or a URL"
-        case .offline(let name):
-            return "\(name) is not in the cache and downloads are off (--offline or SPOTTER_OFFLINE=1); run `spotter models pull \(name)` while online"
+        case .offline(let name, let kind):
+            return "\(name) is not in the cache and downloads are off (--offline or SPOTTER_OFFLINE=1); run `spotter \(kind == .sample ? "samples" : "models") pull \(name)` while online"
         case .httpStatus(let url, let status):
             return "\(url): the server answered HTTP \(status); check the URL or try again later"
         case .stalled(let url, let seconds, let received):

@@ -208,7 +208,8 @@ private struct ModelParser {
             throw ModelFormatError.indexOutOfRange(what: "tensor \"\(name)\" buffer", index: buffer, count: buffers.count)
         }
         let dataRange = buffers[buffer]
-        if let dataRange, let size = type.byteSize, dataRange.count != elements * size {
+        let isSparse = try table.table(6, "sparsity") != nil
+        if !isSparse, let dataRange, let size = type.byteSize, dataRange.count != elements * size {
             throw ModelFormatError.bufferSizeMismatch(tensor: name, expected: elements * size, actual: dataRange.count)
         }
         return TensorInfo(
@@ -217,7 +218,7 @@ private struct ModelParser {
             buffer: buffer,
             quantization: try parseQuantization(try table.table(4, "quantization"), tensor: name, shape: shape),
             isVariable: try table.bool(5, default: false, "is_variable"),
-            dataRange: dataRange)
+            dataRange: dataRange, isSparse: isSparse)
     }
 
     func parseQuantization(_ table: FlatTable?, tensor: String, shape: [Int]) throws -> Quantization? {

@@ -75,6 +75,9 @@ public struct TensorInfo: Sendable {
     public var isVariable: Bool
     /// Byte range of the constant data in the model file, nil for non-constant tensors.
     public var dataRange: Range<Int>?
+    /// The constant is stored sparse (TFLite's `sparsity` field): its buffer holds only the
+    /// non-zero blocks and their indices, not `shape` elements.
+    public var isSparse = false
 
     public var isConstant: Bool { dataRange != nil }
     public var elementCount: Int { shape.reduce(1, *) }

@@ -119,6 +119,11 @@ private func listCatalog(kind: CatalogEntry.Kind, store: ModelStore, json: Bool)
 }
 
 private func pull(_ reference: String, flags: StoreFlags, force: Bool) throws {
+    if FileManager.default.fileExists(atPath: reference) {
+        FileHandle.standardError.write(Data("spotter: \(reference) is a local file; commands use it in place (nothing to pull)\n".utf8))
+        print(URL(fileURLWithPath: reference).standardizedFileURL.path)
+        return
+    }
     let store = try flags.makeStore()
     let display = DownloadDisplay(name: reference)
     let already = force ? nil : try store.cached(reference)

@@ -15,11 +15,15 @@ final class ProgressBar {
 
     deinit { finish() }
 
-    /// Shows `done` of `total` with rate and time left.
+    /// Shows `done` of `total` with rate and time left; a counter and rate when the total is unknown.
     func update(_ done: Int, note: String = "") {
         guard enabled else { return }
         let elapsed = Date().timeIntervalSince(start)
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        guard total > 0 else {
+            status(String(format: "%d done, %.1f/s %@", done, rate, String(note.prefix(40))))
+            return
+        }
         let eta = rate > 0 ? Double(total - done) / rate : 0
         let width = 30, filled = total > 0 ? width * done / total : 0
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
@@ -43,9 +47,11 @@ final class ProgressBar {
         fflush(nil)
     }
 
+    /// Prints a line to standard error without garbling the bar (`error: ` first unless the text
+    /// names its own kind, such as `Warning:`).
     func error(_ text: String) {
         clear()
-        FileHandle.standardError.write(Data(("error: " + text + "\n").utf8))
+        FileHandle.standardError.write(Data(((text.hasPrefix("Warning:") ? "" : "error: ") + text + "\n").utf8))
     }
 
     func finish() { clear() }

@@ -18,6 +18,7 @@ struct Spotter: AsyncParsableCommand {
               spotter inspect ../shared/models/coco-ssd-mobilenet-v1/detect.tflite
               spotter run detect.tflite --input frame.npy --output-dir out/
             """,
+        version: "spotter 0.4.0",
         subcommands: [Detect.self, Video.self, Record.self, AlbumCommand.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
     )
 }

@@ -5,6 +5,35 @@ import TestSupport
 import TFLiteFormat
 
 @Suite struct InterpreterTests {
+    @Test func sparseConstantIsReadAndReportedAsUnsupported() throws {
+        let model = try Model(contentsOf: Fixtures.committed.appendingPathComponent("invalid/sparse_constant.tflite"))
+        #expect(model.subgraph.tensors[1].isSparse)
+        let report = ModelReport(model: model)
+        #expect(!report.runnable && (report.problem ?? "").contains("sparse"), "\(report.problem ?? "")")
+        #expect(throws: InterpreterError.sparseTensor(name: "t1")) { try Interpreter(model: model, options: .init(backend: .xnnpack)) }
+    }
+
+    /// What `inspect` calls runnable runs on both backends: every shared model and every fixture.
+    @Test func everyModelInspectCallsRunnableRunsOnBothBackends() throws {
+        let shared = Fixtures.shared.appendingPathComponent("models")
+        var paths = try FileManager.default.subpathsOfDirectory(atPath: shared.path).filter { $0.hasSuffix(".tflite") }
+            .map { shared.appendingPathComponent($0) }
+        paths += Fixtures.folders(Fixtures.committed.appendingPathComponent("ops")).map {
+            Fixtures.committed.appendingPathComponent("ops/\($0)/model.tflite")
+        }
+        var runnable = 0
+        for path in paths {
+            let model = try Model(contentsOf: path)
+            guard ModelReport(model: model).runnable else { continue }
+            runnable += 1
+            for backend in Interpreter.Options.Backend.allCases {
+                let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend))
+                try interpreter.invoke()
+            }
+        }
+        #expect(runnable >= 87, "\(runnable) runnable models")
+    }
+
     @Test func unsupportedOperatorIsNamedWithIndexAndTypesAtLoad() throws {
         let model = try Model(contentsOf: Fixtures.committed.appendingPathComponent("invalid/unsupported_tanh.tflite"))
         #expect(throws: InterpreterError.unsupportedOperator(name: "TANH", index: 0, inputTypes: ["float32"], outputTypes: ["float32"])) {

@@ -150,7 +150,7 @@ import TestSupport
         let root = try temporaryCache("offline")
         let store = store([server.entry("ssd", file: "model.zip")], root: root) { $0.offline = true }
         #expect { try store.resolve("ssd") } throws: { error in
-            (error as? StoreError) == .offline(name: "ssd") && "\(error)".contains("spotter models pull ssd")
+            (error as? StoreError) == .offline(name: "ssd", kind: .model) && "\(error)".contains("spotter models pull ssd")
         }
         #expect(try server.requests().isEmpty)
     }
