@@ -11,12 +11,14 @@ let package = Package(
         .library(name: "Media", targets: ["Media"]),
         .library(name: "Detection", targets: ["Detection"]),
         .library(name: "ModelStore", targets: ["ModelStore"]),
+        .library(name: "Server", targets: ["Server"]),
         .executable(name: "spotter", targets: ["spotter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
@@ -51,11 +53,15 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["Detection", "Media", "Imaging", .product(name: "GRDB", package: "GRDB.swift")]),
         // Catalog of models and sample videos, the cache, checked and resumable downloads.
         .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
+        // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
+        .target(name: "Server", dependencies: [
+            "Detection", "Pipeline", "Media", "Imaging", .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
         // The command-line shell.
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -65,6 +71,9 @@ let package = Package(
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "Media", "TestSupport"]),
         .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TestSupport"]),
         .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: [
+            "Server", "Pipeline", "Detection", "Media", "Imaging", "TestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
     ]
 )

@@ -74,6 +74,40 @@ public enum ImageFile {
         return Decoded(stored: image, orientation: orientation)
     }
 
+    /// The picture format a file's first bytes announce (`jpeg`, `png`, `bmp`, `webp`, `gif`,
+    /// `tiff`), nil when they announce none of them.
+    public static func sniff(_ bytes: some Collection<UInt8>) -> String? {
+        let head = Array(bytes.prefix(12))
+        func starts(_ signature: [UInt8], at offset: Int = 0) -> Bool {
+            head.count >= offset + signature.count && Array(head[offset..<(offset + signature.count)]) == signature
+        }
+        if starts([0xFF, 0xD8, 0xFF]) { return "jpeg" }
+        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return "png" }
+        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return "webp" }
+        if starts(Array("GIF8".utf8)) { return "gif" }
+        if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return "tiff" }
+        if starts(Array("BM".utf8)) { return "bmp" }
+        return nil
+    }
+
+    /// Decodes a picture held in memory (an upload), as ``decode(_:)`` decodes a file; `name` is
+    /// used in errors.
+    ///
+    /// - Throws: ``MediaError``.
+    public static func decode(bytes: [UInt8], name: String) throws -> Decoded {
+        guard let format = sniff(bytes) else { throw MediaError.decodeFailed(path: name, reason: "not a JPEG, PNG, BMP, WebP, GIF or TIFF picture") }
+        if format == "jpeg" { return try decodeJPEG(bytes, path: name) }
+        // FFmpeg reads files: the other formats go through a private temporary file.
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-picture-\(UUID().uuidString).\(format)")
+        do { try Data(bytes).write(to: url) } catch { throw MediaError.cannotWrite(path: url.path, reason: error.localizedDescription) }
+        defer { try? FileManager.default.removeItem(at: url) }
+        do {
+            return try decode(url.path)
+        } catch let error as MediaError {
+            throw MediaError.decodeFailed(path: name, reason: "\(error)".replacingOccurrences(of: url.path, with: name))
+        }
+    }
+
     /// The file's bytes when it starts with a JPEG signature, else nil (without reading it all).
     static func readIfJPEG(_ path: String) throws -> [UInt8]? {
         guard let handle = FileHandle(forReadingAtPath: path) else {

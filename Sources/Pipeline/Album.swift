@@ -212,6 +212,77 @@ public final class Album: @unchecked Sendable {
         try database.read { db in try ClipEntry.order(Column("clip")).fetchAll(db) }
     }
 
+    /// Which clips ``clips(matching:)`` returns.
+    public struct Query: Sendable {
+        /// Only clips cut from this source (exact). Default: all.
+        public var source: String?
+        /// Only clips whose labels include this one. Default: all.
+        public var label: String?
+        /// Only clips created on or after / before these ISO 8601 times (compared as text). Default: all.
+        public var createdFrom: String?
+        public var createdBefore: String?
+        /// Only clips with an id below this one (the next page, newest first). Default: from the newest.
+        public var beforeID: Int64?
+        /// At most this many. Default 50.
+        public var limit = 50
+
+        public init(source: String? = nil, label: String? = nil, createdFrom: String? = nil, createdBefore: String? = nil,
+                    beforeID: Int64? = nil, limit: Int = 50) {
+            self.source = source
+            self.label = label
+            self.createdFrom = createdFrom
+            self.createdBefore = createdBefore
+            self.beforeID = beforeID
+            self.limit = limit
+        }
+    }
+
+    /// Clips matching `query`, newest first.
+    public func clips(matching query: Query) throws -> [ClipEntry] {
+        try database.read { db in
+            var request = ClipEntry.order(Column("id").desc).limit(max(0, query.limit))
+            if let source = query.source { request = request.filter(Column("source") == source) }
+            if let label = query.label {
+                // Labels are stored comma-separated and sorted: match a whole label.
+                request = request.filter(sql: "(',' || labels || ',') LIKE ?", arguments: ["%," + label + ",%"])
+            }
+            if let from = query.createdFrom { request = request.filter(Column("created_at") >= from) }
+            if let before = query.createdBefore { request = request.filter(Column("created_at") < before) }
+            if let beforeID = query.beforeID { request = request.filter(Column("id") < beforeID) }
+            return try request.fetchAll(db)
+        }
+    }
+
+    /// The clip with `id`, or nil.
+    public func clip(id: Int64) throws -> ClipEntry? {
+        try database.read { db in try ClipEntry.fetchOne(db, key: id) }
+    }
+
+    /// Removes a clip: its row, its file, its thumbnail and snapshot. Returns false when there is no
+    /// such clip.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    @discardableResult
+    public func delete(id: Int64) throws -> Bool {
+        let entry: ClipEntry?
+        do {
+            entry = try database.write { db -> ClipEntry? in
+                guard let entry = try ClipEntry.fetchOne(db, key: id) else { return nil }
+                try entry.delete(db)
+                return entry
+            }
+        } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
+        guard let entry else { return false }
+        var files = [entry.clip]
+        if let thumbnail = entry.thumbnail {
+            files += [thumbnail, (thumbnail as NSString).deletingPathExtension + "-full.jpg"]
+        }
+        for file in files { try? FileManager.default.removeItem(at: directory.appendingPathComponent(file)) }
+        return true
+    }
+
     /// Writes a clip's thumbnail (``thumbnailWidth`` wide) and a full-size snapshot beside it
     /// (`NAME-full.jpg`); returns the thumbnail's path relative to the album.
     ///

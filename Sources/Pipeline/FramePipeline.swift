@@ -71,6 +71,12 @@ public struct DetectedFrame: Sendable {
     /// Nil for frames skipped by `every` (they reuse the last detections when drawn).
     public var detections: [Detection]?
     public var inferenceMilliseconds: Double
+
+    public init(frame: VideoFrame, detections: [Detection]?, inferenceMilliseconds: Double) {
+        self.frame = frame
+        self.detections = detections
+        self.inferenceMilliseconds = inferenceMilliseconds
+    }
 }
 
 /// Counters of a pipeline run.

@@ -40,8 +40,8 @@ struct AlbumCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Index clips a killed or failed run left without an index row, remove unreadable ones.",
             discussion: """
-                Clips that can be decoded are indexed as incomplete, with their real duration, frame
-                count and a thumbnail; files without a decodable frame are removed. Clips that a running
+                Clips that can be decoded are indexed as incomplete, with their real duration, frame \
+                count and a thumbnail; files without a decodable frame are removed. Clips that a running \
                 `spotter record` is writing are left alone. `spotter record` does this on start too.
 
                 Example:

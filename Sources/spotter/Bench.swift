@@ -11,7 +11,7 @@ struct Bench: ParsableCommand {
 
             Examples:
               spotter bench detect.tflite --threads 1 --runs 200
-              spotter bench detect.tflite --backend reference --runs 5 --warmup 1 --json
+              spotter bench detect.tflite --backend reference --runs 5 --json
             """)
 
     @Argument(help: "A .tflite file, a catalog name (see `spotter models list`) or an http(s) URL.")

@@ -102,12 +102,12 @@ struct Detect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find objects in pictures and print them, optionally saving annotated copies.",
         discussion: """
-            Reads JPEG, PNG, BMP and WebP (a JPEG's EXIF orientation is applied, so boxes refer to the
+            Reads JPEG, PNG, BMP and WebP (a JPEG's EXIF orientation is applied, so boxes refer to the \
             picture as displayed). Directories are searched for such files. Boxes are in pixels.
 
             Examples:
               spotter detect photo.jpg
-              spotter detect photos/ --classes person --threshold 0.6 --save-dir annotated/
+              spotter detect photos/ --classes person --save-dir annotated/
               spotter detect photo.jpg --json
               spotter detect photos/ --format coco > results.json
             """)

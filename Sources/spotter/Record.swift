@@ -8,15 +8,15 @@ struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record a clip whenever a person (or another class) appears, into an album.",
         discussion: """
-            A clip starts at the first frame with a matching detection and stops once --post-roll
-            seconds of video time pass without one; a later match starts a new clip. Clips are H.264
-            MP4 with boxes drawn, each with a thumbnail of its best frame and an entry in the album's
+            A clip starts at the first frame with a matching detection and stops once --post-roll \
+            seconds of video time pass without one; a later match starts a new clip. Clips are H.264 \
+            MP4 with boxes drawn, each with a thumbnail of its best frame and an entry in the album's \
             index (DIR/index.sqlite). Ctrl-C finishes the open clip before exiting.
 
             Examples:
               spotter record doorbell.mp4 --album ~/Clips
-              spotter record rtsp://camera.local/stream --album ~/Clips --classes person,dog --pre-roll 2
-              spotter record street.mp4 --album clips/ --json | jq 'select(.event == "clip_finished")'
+              spotter record rtsp://cam.local/live --album ~/Clips --reconnect
+              spotter record street.mp4 --album clips/ --json | jq .event
             """)
 
     @Argument(help: "A video file, stream URL, /dev/videoN, or a sample's name (see `spotter samples list`).")
@@ -88,14 +88,14 @@ struct Record: ParsableCommand {
             events: { event in
                 switch event {
                 case .clipStarted(let path, let start):
-                    if json { emit(ResultEncoding.serialize(["event": "clip_started", "path": path, "start": start])) }
+                    if json { emit(ResultEncoding.serialize(["event": "clip_started", "path": path, "start": milliseconds(start)])) }
                 case .clipFinished(let entry):
                     if json {
                         emit(ResultEncoding.serialize([
                             // Absolute paths, like clip_started's; the index keeps them relative to the album.
                             "event": "clip_finished", "path": albumDirectory.appendingPathComponent(entry.clip).path,
-                            "start": entry.start, "end": entry.end,
-                            "frames": entry.frames, "duration": entry.duration, "labels": entry.labels, "best_score": entry.bestScore,
+                            "start": milliseconds(entry.start), "end": milliseconds(entry.end),
+                            "frames": entry.frames, "duration": milliseconds(entry.duration), "labels": entry.labels, "best_score": entry.bestScore,
                             "incomplete": entry.incomplete,
                             "thumbnail": entry.thumbnail.map { albumDirectory.appendingPathComponent($0).path } ?? ""]))
                     } else {
@@ -183,6 +183,9 @@ struct Record: ParsableCommand {
         if interruption.signalled != nil { throw ExitCode(130) }
     }
 }
+
+/// Seconds rounded to the millisecond, for JSON.
+func milliseconds(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
 
 /// A video input as the album stores it: URLs and devices as given, files as absolute paths.
 func absoluteSource(_ source: String) -> String {

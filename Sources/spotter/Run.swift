@@ -9,13 +9,13 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a model on NumPy inputs and write its outputs as .npy files.",
         discussion: """
-            Inputs are fed in order; every output, and every tensor named with --tensor, is written to
-            the output directory as NAME.npy (characters other than letters, digits, '-', '_' and '.'
+            Inputs are fed in order; every output, and every tensor named with --tensor, is written to \
+            the output directory as NAME.npy (characters other than letters, digits, '-', '_' and '.' \
             become '_').
 
             Examples:
               spotter run detect.tflite --input frame.npy --output-dir out/
-              spotter run detect.tflite --input frame.npy --output-dir out/ --tensor Squeeze --tensor convert_scores
+              spotter run m.tflite --input f.npy --output-dir o/ --tensor Squeeze
             """)
 
     @Argument(help: "A .tflite file, a catalog name (see `spotter models list`) or an http(s) URL.")

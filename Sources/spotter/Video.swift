@@ -76,12 +76,12 @@ struct Video: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a video with the detections drawn on every frame.",
         discussion: """
-            Reads files (mp4, mov, mkv, avi, webm), network streams (rtsp, http(s), udp/rtp, hls) and
+            Reads files (mp4, mov, mkv, avi, webm), network streams (rtsp, http(s), udp/rtp, hls) and \
             cameras (/dev/videoN); writes H.264 MP4 (index at the front, plays in browsers).
 
             Examples:
               spotter video street.mp4 --output street-boxes.mp4
-              spotter video street.mp4 --output out.mp4 --classes person,car --jsonl detections.jsonl
+              spotter video street.mp4 --output out.mp4 --jsonl boxes.jsonl
               spotter video rtsp://camera.local/stream --output live.mp4 --every 1
             """)
 

@@ -1,0 +1,108 @@
+import Detection
+import Foundation
+import Hummingbird
+import Imaging
+import Logging
+import Media
+import Pipeline
+
+/// The request context of Spotter's server: Hummingbird's core storage, and uploads up to the
+/// configured size.
+public struct ServerContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var maxUploadSize: Int { 64 << 10 }
+
+    public init(source: Source) {
+        coreContext = .init(source: source)
+    }
+}
+
+/// Builds the `spotter serve` application: pages, the `/api/v1` JSON API, clip files with byte
+/// ranges, the DeepStack-compatible detection endpoint, health and metrics.
+///
+/// ```swift
+/// let app = try await buildApplication(configuration: .init(album: albumURL, modelPath: "detect.tflite"))
+/// try await app.runService()   // SIGINT/SIGTERM end it gracefully
+/// ```
+///
+/// - Throws: ``ServerError``, ``AlbumError``, detector errors.
+public func buildApplication(configuration: ServerConfiguration, logger: Logger = Logger(label: "spotter.serve")) async throws -> some ApplicationProtocol {
+    try configuration.validate()
+    let router = try buildRouter(configuration: configuration)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "spotter"),
+        logger: logger)
+}
+
+/// Builds the application and runs it until SIGINT or SIGTERM (graceful shutdown through
+/// swift-service-lifecycle, as Hummingbird's `runService` sets it up).
+///
+/// - Parameter started: called once the application is built, before it listens.
+/// - Throws: ``ServerError``, ``AlbumError``, detector errors, and bind failures.
+public func serve(configuration: ServerConfiguration, started: @Sendable () -> Void = {}) async throws {
+    var logger = Logger(label: "spotter.serve")
+    logger.logLevel = .info
+    let application = try await buildApplication(configuration: configuration, logger: logger)
+    started()
+    try await application.runService()
+}
+
+/// The router alone (tests drive it without sockets).
+public func buildRouter(configuration: ServerConfiguration) throws -> Router<ServerContext> {
+    let album = try Album(directory: configuration.album)
+    let detection = try DetectionService(modelPath: configuration.modelPath, options: configuration.detector)
+    let routes = Routes(configuration: configuration, album: album, detection: detection)
+    let router = Router(context: ServerContext.self)
+    router.add(middleware: JSONErrorMiddleware())
+    if let token = configuration.token, !token.isEmpty { router.add(middleware: TokenMiddleware(token: token)) }
+    routes.register(on: router)
+    return router
+}
+
+/// Every error becomes a JSON body `{"error": {"status": N, "message": "..."}}` with its status.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPResponseError {
+            let message = (error as? HTTPError)?.body ?? "\(error.status.reasonPhrase)"
+            var response = jsonResponse(["error": ["status": Int(error.status.code), "message": message]], status: error.status)
+            if let http = error as? HTTPError {
+                for field in http.headers where field.name != .contentType && field.name != .contentLength { response.headers.append(field) }
+            }
+            return response
+        } catch {
+            context.logger.error("\(request.method) \(request.uri.path): \(error)")
+            return jsonResponse(["error": ["status": 500, "message": "\(error)"]], status: .internalServerError)
+        }
+    }
+}
+
+/// With a token configured, every request must carry it: `Authorization: Bearer TOKEN`, or the
+/// `spotter_token` cookie the login form sets. `/health` and the login page stay open.
+struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        if path == "/health" || path == "/login" { return try await next(request, context) }
+        if let authorization = request.headers[.authorization], authorization == "Bearer \(token)" {
+            return try await next(request, context)
+        }
+        if let cookies = request.headers[.cookie],
+           cookies.split(separator: ";").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "spotter_token=\(token)" }) {
+            return try await next(request, context)
+        }
+        if request.method == .get && !path.hasPrefix("/api/") && !path.hasPrefix("/v1/") && !path.hasPrefix("/media/") {
+            return Response(status: .seeOther, headers: [.location: "/login"])
+        }
+        throw HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer"], message: "this server needs a token: send Authorization: Bearer TOKEN")
+    }
+}
+
+/// A JSON response from a JSON-serializable object.
+func jsonResponse(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
+    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+}

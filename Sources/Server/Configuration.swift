@@ -1,0 +1,55 @@
+import Detection
+import Foundation
+
+/// How `spotter serve` is set up.
+public struct ServerConfiguration: Sendable {
+    /// Address to bind. Default `127.0.0.1`; any other address requires a ``token``.
+    public var host = "127.0.0.1"
+    /// Default 8080.
+    public var port = 8080
+    /// The album folder the server shows (created if needed).
+    public var album: URL
+    /// When set, every page and API request must carry it (`Authorization: Bearer TOKEN`, or the
+    /// cookie the login page sets). Default none (only allowed on a loopback address).
+    public var token: String?
+    /// The detection model for the detect endpoints.
+    public var modelPath: String
+    /// Detector settings (threads, backend, labels); the threshold and classes come with each request.
+    public var detector: ObjectDetector.Options
+    /// Largest upload accepted, in bytes. Default 32 MiB.
+    public var maxUploadBytes = 32 << 20
+    /// Largest JSON body accepted, in bytes. Default 64 KiB.
+    public var maxJSONBytes = 64 << 10
+
+    public init(album: URL, modelPath: String, detector: ObjectDetector.Options = .init(), host: String = "127.0.0.1", port: Int = 8080,
+                token: String? = nil) {
+        self.album = album
+        self.modelPath = modelPath
+        self.detector = detector
+        self.host = host
+        self.port = port
+        self.token = token
+    }
+
+    /// Whether `host` only accepts connections from this machine.
+    public var bindsLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// - Throws: ``ServerError/tokenRequired(host:)`` for a non-loopback address without a token.
+    public func validate() throws {
+        if !bindsLoopback && (token ?? "").isEmpty { throw ServerError.tokenRequired(host: host) }
+    }
+}
+
+/// Why the server cannot start.
+public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
+    case tokenRequired(host: String)
+
+    public var description: String {
+        switch self {
+        case .tokenRequired(let host):
+            return "binding \(host) lets other machines in: give a token (--token) that every request must carry"
+        }
+    }
+}

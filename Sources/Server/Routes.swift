@@ -1,0 +1,232 @@
+import Detection
+import Foundation
+import Hummingbird
+import Imaging
+import Media
+import Pipeline
+
+/// The server's endpoints. Paths taken from a request are checked against a strict pattern and
+/// resolved inside the album; nothing outside it is ever read or deleted.
+struct Routes: Sendable {
+    let configuration: ServerConfiguration
+    let album: Album
+    let detection: DetectionService
+    let fileIO = FileIO()
+    let started = Date()
+
+    func register(on router: Router<ServerContext>) {
+        router.get("/") { _, _ in Response(status: .seeOther, headers: [.location: "/album"]) }
+        router.get("/health") { _, _ in jsonResponse(["status": "ok", "album": configuration.album.path]) }
+        router.get("/api/v1/health") { _, _ in jsonResponse(["status": "ok", "album": configuration.album.path]) }
+        router.get("/api/v1/openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPI.document)))
+        }
+        router.get("/metrics") { _, _ in try await metrics() }
+        router.get("/album") { _, _ in html(Pages.album) }
+        router.get("/login") { _, _ in html(Pages.login) }
+        router.post("/login") { request, context in try await login(request, context) }
+
+        router.get("/api/v1/album") { request, _ in try listClips(request) }
+        router.get("/api/v1/album/:id") { _, context in
+            let id = try context.parameters.require("id", as: Int64.self)
+            guard let clip = try album.clip(id: id) else { throw HTTPError(.notFound, message: "no clip \(id) in the album") }
+            return jsonResponse(clipObject(clip))
+        }
+        router.delete("/api/v1/album/:id") { _, context in
+            let id = try context.parameters.require("id", as: Int64.self)
+            guard try album.delete(id: id) else { throw HTTPError(.notFound, message: "no clip \(id) in the album") }
+            return Response(status: .noContent)
+        }
+        router.get("/media/clips/:name") { request, context in try await albumFile(folder: "clips", request, context) }
+        router.head("/media/clips/:name") { request, context in try await albumFile(folder: "clips", request, context) }
+        router.get("/media/thumbnails/:name") { request, context in try await albumFile(folder: "thumbnails", request, context) }
+
+        router.post("/api/v1/detect") { request, context in try await detect(request, context, deepStack: false) }
+        router.post("/v1/vision/detection") { request, context in try await detect(request, context, deepStack: true) }
+    }
+
+    // MARK: Album
+
+    func clipObject(_ clip: ClipEntry) -> [String: Any] {
+        let name = URL(fileURLWithPath: clip.clip).lastPathComponent
+        var object: [String: Any] = [
+            "id": clip.id ?? 0, "source": clip.source, "start": clip.start, "end": clip.end, "duration": clip.duration,
+            "frames": clip.frames, "labels": clip.labels.split(separator: ",").map(String.init), "best_score": clip.bestScore,
+            "incomplete": clip.incomplete, "created_at": clip.createdAt, "url": "/media/clips/\(name)",
+        ]
+        if let thumbnail = clip.thumbnail {
+            object["thumbnail_url"] = "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).lastPathComponent)"
+            object["snapshot_url"] = "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).deletingPathExtension().lastPathComponent)-full.jpg"
+        }
+        return object
+    }
+
+    /// `GET /api/v1/album?source=&label=&from=&to=&before=&limit=`: newest first, with the URL of
+    /// the next page.
+    func listClips(_ request: Request) throws -> Response {
+        let query = request.uri.queryParameters
+        var filter = Album.Query()
+        filter.source = query["source"].map(String.init)
+        filter.label = query["label"].map(String.init)
+        filter.createdFrom = query["from"].map(String.init)
+        filter.createdBefore = query["to"].map(String.init)
+        if let before = query["before"] {
+            guard let id = Int64(before) else { throw HTTPError(.badRequest, message: "before must be a clip id") }
+            filter.beforeID = id
+        }
+        if let limit = query["limit"] {
+            guard let value = Int(limit), (1...500).contains(value) else { throw HTTPError(.badRequest, message: "limit must be 1...500") }
+            filter.limit = value
+        }
+        let clips = try album.clips(matching: filter)
+        var next: Any = NSNull()
+        if clips.count == filter.limit, let last = clips.last?.id {
+            var parts = ["before=\(last)", "limit=\(filter.limit)"]
+            for key in ["source", "label", "from", "to"] {
+                if let value = query[Substring(key)] {
+                    parts.append("\(key)=\(String(value).addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+"))) ?? "")")
+                }
+            }
+            next = "/api/v1/album?" + parts.joined(separator: "&")
+        }
+        return jsonResponse(["clips": clips.map(clipObject), "next": next])
+    }
+
+    /// Names a request may ask for in the album's folders: a file name, no path.
+    static func isSafeName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 200 && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0) }
+    }
+
+    /// A clip or thumbnail, with byte ranges (206, `Accept-Ranges`, `Content-Range`, 416).
+    func albumFile(folder: String, _ request: Request, _ context: ServerContext) async throws -> Response {
+        let name = try context.parameters.require("name")
+        guard Self.isSafeName(name) else { throw HTTPError(.badRequest, message: "not a file name: \(name)") }
+        let path = configuration.album.appendingPathComponent(folder).appendingPathComponent(name).path
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              attributes[.type] as? FileAttributeType == .typeRegular, let size = attributes[.size] as? Int else {
+            throw HTTPError(.notFound, message: "no \(folder == "clips" ? "clip" : "thumbnail") named \(name)")
+        }
+        let type = name.hasSuffix(".mp4") ? "video/mp4" : name.hasSuffix(".jpg") ? "image/jpeg" : "application/octet-stream"
+        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes"]
+        switch ByteRange(header: request.headers[.range], size: size) {
+        case .unsatisfiable:
+            throw HTTPError(.rangeNotSatisfiable, headers: [.contentRange: "bytes */\(size)"], message: "the range is outside the \(size)-byte file")
+        case .whole:
+            headers[.contentLength] = String(size)
+            if request.method == .head || size == 0 { return Response(status: .ok, headers: headers) }
+            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: path, context: context))
+        case .part(let range):
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+            headers[.contentLength] = String(range.count)
+            if request.method == .head { return Response(status: .partialContent, headers: headers) }
+            return Response(status: .partialContent, headers: headers, body: try await fileIO.loadFile(path: path, range: range, context: context))
+        }
+    }
+
+    // MARK: Detection
+
+    /// `POST /api/v1/detect` (the object of `spotter detect --json`) and `POST /v1/vision/detection`
+    /// (DeepStack's answer, for Frigate, Home Assistant and Blue Iris). The picture is the raw body or
+    /// the multipart field `image`; query (or form) `threshold` and `classes`.
+    func detect(_ request: Request, _ context: ServerContext, deepStack: Bool) async throws -> Response {
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: configuration.maxUploadBytes)
+        } catch {
+            throw HTTPError(.contentTooLarge, message: "the picture is larger than \(configuration.maxUploadBytes) bytes")
+        }
+        var bytes = Array(buffer: body)
+        let contentType = request.headers[.contentType] ?? ""
+        if let boundary = Multipart.boundary(contentType: contentType) {
+            guard let field = Multipart.field("image", in: bytes, boundary: boundary) else {
+                throw HTTPError(.badRequest, message: "the multipart body has no field named image")
+            }
+            bytes = Array(field)
+        }
+        guard !bytes.isEmpty else { throw HTTPError(.badRequest, message: "send a picture: the raw body, or the multipart field image") }
+        guard ImageFile.sniff(bytes) != nil else {
+            throw HTTPError(.unsupportedMediaType, message: "the body is not a JPEG, PNG, BMP, WebP, GIF or TIFF picture")
+        }
+        let query = request.uri.queryParameters
+        var threshold: Float = deepStack ? 0.45 : 0.5
+        if let value = query["threshold"] ?? query["min_confidence"] {
+            guard let parsed = Float(value), (0...1).contains(parsed) else { throw HTTPError(.badRequest, message: "threshold must be between 0 and 1") }
+            threshold = max(parsed, DetectionService.floorThreshold)
+        }
+        let classes = query["classes"].map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) }
+        let picture: Image
+        do {
+            picture = try ImageFile.decode(bytes: bytes, name: "upload").upright
+        } catch {
+            throw HTTPError(.unprocessableContent, message: "\(error)")
+        }
+        let start = Date()
+        let result = try await detection.detect(picture, threshold: threshold, classes: classes)
+        if deepStack {
+            let predictions: [[String: Any]] = result.detections.map { d in
+                ["label": d.label, "confidence": Double(d.score), "x_min": Int(d.box.minX.rounded()), "y_min": Int(d.box.minY.rounded()),
+                 "x_max": Int(d.box.maxX.rounded()), "y_max": Int(d.box.maxY.rounded())]
+            }
+            return jsonResponse(["success": true, "predictions": predictions, "duration": Int(Date().timeIntervalSince(start) * 1000)])
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(string: ResultEncoding.json(result, image: "upload"))))
+    }
+
+    // MARK: Pages, login, metrics
+
+    func html(_ page: String) -> Response {
+        Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+
+    /// The login form posts `token=...`; a right one sets an HttpOnly cookie and goes to the album.
+    func login(_ request: Request, _ context: ServerContext) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: configuration.maxJSONBytes)
+        let form = String(buffer: body)
+        let given = form.split(separator: "&").compactMap { pair -> String? in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, parts[0] == "token" else { return nil }
+            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }.first
+        guard let token = configuration.token, !token.isEmpty else { return Response(status: .seeOther, headers: [.location: "/album"]) }
+        guard given == token else { throw HTTPError(.unauthorized, message: "wrong token") }
+        return Response(status: .seeOther, headers: [.location: "/album", .setCookie: "spotter_token=\(token); HttpOnly; SameSite=Strict; Path=/"])
+    }
+
+    /// Prometheus text: process memory, album size, detection requests and time.
+    func metrics() async throws -> Response {
+        let requests = await detection.requests
+        let milliseconds = await detection.totalMilliseconds
+        let clips = try album.clips(matching: .init(limit: Int.max)).count
+        let text = """
+            # HELP spotter_process_resident_bytes Resident memory of the server process.
+            # TYPE spotter_process_resident_bytes gauge
+            spotter_process_resident_bytes \(residentBytes())
+            # HELP spotter_album_clips Clips in the album index.
+            # TYPE spotter_album_clips gauge
+            spotter_album_clips \(clips)
+            # HELP spotter_detect_requests_total Pictures detected through the API.
+            # TYPE spotter_detect_requests_total counter
+            spotter_detect_requests_total \(requests)
+            # HELP spotter_detect_milliseconds_total Time spent detecting them.
+            # TYPE spotter_detect_milliseconds_total counter
+            spotter_detect_milliseconds_total \(String(format: "%.3f", milliseconds))
+            # HELP spotter_uptime_seconds Seconds since the server started.
+            # TYPE spotter_uptime_seconds gauge
+            spotter_uptime_seconds \(String(format: "%.0f", Date().timeIntervalSince(started)))
+
+            """
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// VmRSS from /proc/self/status, in bytes.
+    func residentBytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return kilobytes * 1024
+    }
+}
