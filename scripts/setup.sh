@@ -5,13 +5,15 @@
 #     DejaVu fonts (labels), SQLite (the album index, and the sqlite3 CLI the tests read it with),
 #     libcurl and zlib (the model store's downloads and zip archives)
 #   - libjpeg-turbo (JPEG decoding with OpenCV's settings)
+#   - Chromium and its WebDriver (the browser that tests `spotter serve`'s pages)
 #   - a Python venv with LiteRT, OpenCV, NumPy and Pillow (the peer in ../shared/reference, and the tool
 #     that produces expected outputs for the tests), at $SPOTTER_REF_VENV
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(pkg-config curl libcurl4-openssl-dev zlib1g-dev libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
-          libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libjpeg62-turbo-dev libsqlite3-dev sqlite3 python3-venv)
+          libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libjpeg62-turbo-dev libsqlite3-dev sqlite3 python3-venv
+          chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,7 +31,8 @@ venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 requirements="../shared/reference/requirements.txt"
 [ -f "$requirements" ] || { echo "setup: $requirements not found: ../shared must sit beside the repository" >&2; exit 1; }
 stamp="$venv/.spotter-requirements"
-# The peer's packages, plus Pillow for fixtures OpenCV cannot write (CMYK JPEGs, EXIF orientation).
+# The peer's packages, plus Pillow for fixtures OpenCV cannot write (CMYK JPEGs, EXIF orientation)
+# and Selenium to drive Debian's Chromium (given /usr/bin/chromedriver, so it never downloads one).
 wanted=$(cat "$requirements" scripts/requirements-fixtures.txt)
 if ! [ -x "$venv/bin/python" ] || [ "$wanted" != "$(cat "$stamp" 2>/dev/null)" ]; then
   echo "setup: creating the LiteRT venv at $venv"

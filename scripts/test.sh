@@ -35,4 +35,10 @@ asan_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/
 cat .build/check-cli.log
 cli=$(tail -1 .build/check-cli.log)
 cli_passed=${cli%% passed*}
-echo "total: $((swift_tests + asan_tests + cli_passed)) passed, 0 failed"
+
+# `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
+"$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
+cat .build/check-server.log
+server=$(tail -1 .build/check-server.log)
+server_passed=${server%% passed*}
+echo "total: $((swift_tests + asan_tests + cli_passed + server_passed)) passed, 0 failed"
