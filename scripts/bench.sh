@@ -3,6 +3,7 @@
 #   scripts/bench.sh [--threads 1,2] [--runs 200] [--rounds 3]     invoke() latency against LiteRT
 #   scripts/bench.sh --pipeline [--rounds 2] [--long]               video and record against pipeline_py.py
 #   scripts/bench.sh --startup [--rounds 5]                         one picture, short clips, a busy core
+#   scripts/bench.sh --serve [--seconds 10] [--connections 4]       detect endpoint against a Python HTTP peer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -12,6 +13,9 @@ swift build -c release --product spotter 2>&1 | tail -1
 if [ "${1:-}" = "--pipeline" ]; then
   shift
   "$venv/bin/python" scripts/bench_pipeline.py .build/release/spotter "$@"
+elif [ "${1:-}" = "--serve" ]; then
+  shift
+  "$venv/bin/python" scripts/bench_serve.py .build/release/spotter "$@"
 elif [ "${1:-}" = "--startup" ]; then
   shift
   "$venv/bin/python" scripts/bench_startup.py .build/release/spotter "$@"

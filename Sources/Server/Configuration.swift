@@ -14,7 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var token: String?
     /// The detection model for the detect endpoints.
     public var modelPath: String
-    /// Detector settings (threads, backend, labels); the threshold and classes come with each request.
+    /// Detector settings (backend, labels; `threadCount` detectors of one thread each run requests
+    /// side by side); the threshold and classes come with each request.
     public var detector: ObjectDetector.Options
     /// Largest upload accepted, in bytes. Default 32 MiB.
     public var maxUploadBytes = 32 << 20

@@ -198,8 +198,7 @@ struct Routes: Sendable {
 
     /// Prometheus text: process memory, album size, detection requests and time.
     func metrics() async throws -> Response {
-        let requests = await detection.requests
-        let milliseconds = await detection.totalMilliseconds
+        let (requests, milliseconds) = await detection.totals()
         let clips = try album.clips(matching: .init(limit: Int.max)).count
         let text = """
             # HELP spotter_process_resident_bytes Resident memory of the server process.
