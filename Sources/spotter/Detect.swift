@@ -129,6 +129,13 @@ struct Detect: ParsableCommand {
     @Flag(help: "Also search the folders inside input folders.")
     var recursive = false
 
+    @Option(help: "With --format coco: also write the COCO images and categories (id, file_name, width, height; id, name) to this file, so image_id and category_id map back to files and labels.")
+    var cocoImages: String?
+
+    func validate() throws {
+        if cocoImages != nil && format != .coco { throw ValidationError("--coco-images goes with --format coco") }
+    }
+
     func run() throws {
         let found = expand(inputs, recursive: recursive, skipping: saveDir)
         for missing in found.missing { FileHandle.standardError.write(Data("\(missing): no such file or folder\n".utf8)) }
@@ -147,6 +154,7 @@ struct Detect: ParsableCommand {
         var failures = found.missing.count
         var unlabeled = Set<Int>()
         var coco: [[String: Any]] = []
+        var cocoImageRows: [[String: Any]] = []
         for (index, file) in files.enumerated() {
             progress.update(index, note: URL(fileURLWithPath: file).lastPathComponent)
             do {
@@ -162,7 +170,10 @@ struct Detect: ParsableCommand {
                 case .json: progress.print(ResultEncoding.json(result, image: file))
                 case .floats: progress.print(ResultEncoding.serialize(ResultEncoding.floats(result).map(Double.init)))
                 case .yolo: progress.print("# \(file)\n" + ResultEncoding.yolo(result))
-                case .coco: coco += ResultEncoding.coco(result, imageID: Self.imageID(file, index: index), labels: detector.labels)
+                case .coco:
+                    coco += ResultEncoding.coco(result, imageID: Self.imageID(file, index: index), labels: detector.labels)
+                    cocoImageRows.append(["id": Self.imageID(file, index: index), "file_name": file,
+                                          "width": result.imageSize.width, "height": result.imageSize.height])
                 }
                 if let annotator, let target = outputs[file] {
                     annotator.draw(result.detections, on: &picture)
@@ -181,6 +192,21 @@ struct Detect: ParsableCommand {
         }
         progress.finish()
         if format == .coco { print(ResultEncoding.serialize(coco)) }
+        if let cocoImages {
+            let categories = (detector.labels?.lines ?? []).enumerated().compactMap { line, name -> [String: Any]? in
+                guard name != "???", let labels = detector.labels else { return nil }
+                // The ids ResultEncoding.coco writes: COCO's 91-id scheme for COCO labels, else the class index.
+                return ["id": labels.isCOCO ? line : line - labels.offset, "name": name]
+            }
+            let staged = StagedFile(cocoImages)
+            do {
+                try ResultEncoding.serialize(["images": cocoImageRows, "categories": categories]).write(toFile: staged.temporary, atomically: false, encoding: .utf8)
+                try staged.commit()
+            } catch {
+                staged.discard()
+                throw CommandFailure("--coco-images \(cocoImages): \(error.localizedDescription)")
+            }
+        }
         if failures > 0 {
             throw CommandFailure("\(failures) of \(files.count + found.missing.count) inputs could not be processed (see above)")
         }

@@ -114,3 +114,22 @@ import TestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["empty.mp4"])
     }
 }
+
+@Suite struct COCOOutputTests {
+    @Test func cocoImagesFileMapsImageIDsToFilesAndCategoryIDsToLabels() throws {
+        let images = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-coco-\(UUID().uuidString.prefix(8)).json")
+        defer { try? FileManager.default.removeItem(at: images) }
+        let coffee = Fixtures.shared.appendingPathComponent("images/coffee.png").path
+        let camera = Fixtures.shared.appendingPathComponent("images/camera.png").path
+        let result = try Fixtures.runSpotter(["detect", coffee, camera, "--format", "coco", "--coco-images", images.path, "--model", FileSafetyTests.model])
+        #expect(result.status == 0, "\(result.errors)")
+        let annotations = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
+        let dataset = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: images)) as? [String: Any])
+        let files = Dictionary(uniqueKeysWithValues: try #require(dataset["images"] as? [[String: Any]]).map { ($0["id"] as? Int ?? -1, $0["file_name"] as? String ?? "") })
+        let names = Dictionary(uniqueKeysWithValues: try #require(dataset["categories"] as? [[String: Any]]).map { ($0["id"] as? Int ?? -1, $0["name"] as? String ?? "") })
+        let found = annotations.map { (files[$0["image_id"] as? Int ?? -1] ?? "?", names[$0["category_id"] as? Int ?? -1] ?? "?") }
+        // ../shared/README.md: a cup on coffee.png, a person on camera.png.
+        #expect(found.contains { $0.0 == coffee && $0.1 == "cup" })
+        #expect(found.contains { $0.0 == camera && $0.1 == "person" })
+    }
+}
