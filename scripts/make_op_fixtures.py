@@ -284,6 +284,17 @@ def binary_constant(case, code, type):
     save(case, [a, b, out], [0], [2], [(code, None, [0, 1], [2], opt_type, options(module), None)])
 
 
+def strided_slice(case, type, shape, begin, end, strides, out_shape, **masks):
+    q = {} if type == TT.FLOAT32 else {"scale": 0.05, "zp": 3 if type == TT.INT8 else 130}
+    tensors = [T(shape, type, **q), T([len(begin)], TT.INT32, data=np.array(begin, np.int32)),
+               T([len(end)], TT.INT32, data=np.array(end, np.int32)), T([len(strides)], TT.INT32, data=np.array(strides, np.int32)),
+               T(out_shape, type, **q)]
+    fields = {"BeginMask": 0, "EndMask": 0, "ShrinkAxisMask": 0}
+    fields.update(masks)
+    save(case, tensors, [0], [4], [(Op.STRIDED_SLICE, None, [0, 1, 2, 3], [4], Opt.StridedSliceOptions,
+                                    options("StridedSliceOptions", **fields), None)])
+
+
 def pool(case, code, type, padding):
     q = {} if type == TT.FLOAT32 else {"scale": 0.03, "zp": 7 if type == TT.INT8 else 135}
     shape_out = [1, 3, 3, 3] if padding == Padding.SAME else [1, 2, 2, 3]
@@ -387,6 +398,14 @@ def main():
     for type, tag in [(TT.UINT8, "uint8"), (TT.INT8, "int8"), (TT.FLOAT32, "float32")]:
         binary_constant(f"mul_{tag}_constant_vector", Op.MUL, type)
         binary_constant(f"add_{tag}_constant_vector", Op.ADD, type)
+    # STRIDED_SLICE as YOLO exports use it (channel ranges of [1, N, 85]), and its corner cases.
+    for type, tag in [(TT.UINT8, "uint8"), (TT.INT8, "int8"), (TT.FLOAT32, "float32")]:
+        strided_slice(f"strided_slice_{tag}_channels", type, [1, 20, 85], [0, 0, 4], [1, 20, 5], [1, 1, 1], [1, 20, 1])
+    strided_slice("strided_slice_uint8_steps_and_masks", TT.UINT8, [1, 7, 9, 4], [0, 1, 7, 1], [1, 7, 1, 3], [1, 2, -3, 1], [1, 3, 2, 2],
+                  BeginMask=1, EndMask=2)
+    strided_slice("strided_slice_float32_negative_indices", TT.FLOAT32, [6, 10], [-5, -1], [-1, -11], [2, -2], [2, 5])
+    strided_slice("strided_slice_int8_shrink_axis", TT.INT8, [2, 5, 6], [1, 0, 2], [2, 5, 5], [1, 1, 1], [5, 3], ShrinkAxisMask=1)
+    strided_slice("strided_slice_float32_short_indices", TT.FLOAT32, [3, 4, 5], [1], [3], [1], [2, 4, 5])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

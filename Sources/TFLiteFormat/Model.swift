@@ -277,7 +277,7 @@ private struct ModelParser {
     private static let expectedOptions: [BuiltinOperator: Int] = [
         .conv2D: 1, .depthwiseConv2D: 2, .averagePool2D: 5, .maxPool2D: 5, .fullyConnected: 8, .softmax: 9,
         .concatenation: 10, .add: 11, .resizeBilinear: 15, .reshape: 17, .mul: 21, .squeeze: 30,
-        .resizeNearestNeighbor: 74,
+        .resizeNearestNeighbor: 74, .stridedSlice: 32,
     ]
 
     func parseOptions(_ table: FlatTable?, type: Int, code: BuiltinOperator, operatorIndex: Int) throws -> BuiltinOptions {
@@ -342,6 +342,10 @@ private struct ModelParser {
             return .mul(activation: try activation(0))
         case .reshape:
             return .reshape(newShape: try table?.int32s(0, "new_shape")?.map(Int.init))
+        case .stridedSlice:
+            return .stridedSlice(StridedSliceOptions(
+                beginMask: try int(0, "begin_mask", 0), endMask: try int(1, "end_mask", 0), ellipsisMask: try int(2, "ellipsis_mask", 0),
+                newAxisMask: try int(3, "new_axis_mask", 0), shrinkAxisMask: try int(4, "shrink_axis_mask", 0), offset: try flag(5, "offset")))
         case .squeeze:
             return .squeeze(dimensions: (try table?.int32s(0, "squeeze_dims") ?? []).map(Int.init))
         case .resizeBilinear:

@@ -105,6 +105,7 @@ public struct BuiltinOperator: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let softmax = Self(rawValue: 25)
     public static let custom = Self(rawValue: 32)
     public static let pad = Self(rawValue: 34)
+    public static let stridedSlice = Self(rawValue: 45)
     public static let squeeze = Self(rawValue: 43)
     public static let resizeNearestNeighbor = Self(rawValue: 97)
     public static let quantize = Self(rawValue: 114)
@@ -180,6 +181,13 @@ public struct Pool2DOptions: Sendable, Equatable {
     public var activation: FusedActivation = .none
 }
 
+/// STRIDED_SLICE's masks: bit `i` applies to axis `i`.
+public struct StridedSliceOptions: Sendable, Equatable {
+    public var beginMask = 0, endMask = 0, ellipsisMask = 0, newAxisMask = 0, shrinkAxisMask = 0
+    /// `end` is relative to `begin`.
+    public var offset = false
+}
+
 public struct ResizeOptions: Sendable, Equatable {
     public var alignCorners = false
     public var halfPixelCenters = false
@@ -200,6 +208,7 @@ public enum BuiltinOptions: Sendable, Equatable {
     case resizeBilinear(ResizeOptions)
     case resizeNearestNeighbor(ResizeOptions)
     case squeeze(dimensions: [Int])
+    case stridedSlice(StridedSliceOptions)
     /// An options table Spotter does not interpret, by its union type code.
     case other(typeCode: Int)
 

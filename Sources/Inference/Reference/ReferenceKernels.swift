@@ -16,6 +16,7 @@ enum ReferenceKernels {
         "RESHAPE": "any",
         "SQUEEZE": "any",
         "PAD": "float32, uint8, int8",
+        "STRIDED_SLICE": "any (constant begin, end, strides)",
         "LOGISTIC": "float32, uint8, int8",
         "SOFTMAX": "float32, uint8, int8",
         "RELU": "float32, uint8, int8",
@@ -76,6 +77,8 @@ enum ReferenceKernels {
             return try Reshape(ctx, shape: try Reshape.targetShape(ctx, options: op.options))
         case (.squeeze, .squeeze(let dimensions)):
             return try Reshape(ctx, shape: try Reshape.squeezedShape(ctx, dimensions: dimensions))
+        case (.stridedSlice, .stridedSlice(let options)):
+            return try StridedSlice(ctx, options: options)
         case (.pad, _):
             try expectInputs(ctx, 2...2)
             return try Pad(ctx)

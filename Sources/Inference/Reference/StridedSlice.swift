@@ -1,0 +1,100 @@
+import TFLiteFormat
+
+/// STRIDED_SLICE with constant begin, end and strides (any element type: it copies bytes), as
+/// TensorFlow Lite's `strided_slice_logic.h` resolves them: begin and end masks, negative indices
+/// and strides, and shrink-axis; ellipsis and new-axis masks are not supported.
+final class StridedSlice: Kernel {
+    static let maxRank = 5
+    let input, output: Int
+    let elementSize: Int
+    /// Per axis of the input, padded in front to `maxRank`: first index, step and count.
+    let starts, steps, counts: [Int]
+    /// Element strides of the input, padded the same way.
+    let inputStrides: [Int]
+
+    init(_ ctx: PrepareContext, options: StridedSliceOptions) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        guard ctx.type(input) == ctx.type(output), let size = ctx.type(input).byteSize else { throw ctx.unsupported() }
+        elementSize = size
+        guard options.ellipsisMask == 0, options.newAxisMask == 0 else { throw ctx.fail("ellipsis and new-axis masks are not supported") }
+        guard !options.offset else { throw ctx.fail("offset (end relative to begin) is not supported") }
+        guard (2...4).contains(ctx.op.inputs.count), (1...3).allSatisfy({ ctx.isConstant(ctx.input($0)) }) else {
+            throw ctx.fail("begin, end and strides must be constant")
+        }
+        func values(_ index: Int) throws -> [Int] {
+            let tensor = ctx.input(index)
+            return ctx.type(tensor) == .int64 ? try ctx.constant(tensor, as: Int64.self).map(Int.init) : try ctx.constant(tensor, as: Int32.self).map(Int.init)
+        }
+        let shape = ctx.shape(input)
+        let rank = shape.count
+        let begin = try values(1), end = try values(2), strides = try values(3)
+        guard rank <= Self.maxRank, begin.count == end.count, begin.count == strides.count, begin.count <= rank else {
+            throw ctx.fail("begin \(begin), end \(end) and strides \(strides) do not fit the input shape \(shape)")
+        }
+        var starts: [Int] = [], steps: [Int] = [], counts: [Int] = [], outputShape: [Int] = []
+        for axis in 0..<rank {
+            let dimension = shape[axis]
+            // Axes past the given indices are taken whole.
+            let stride = axis < strides.count ? strides[axis] : 1
+            guard stride != 0 else { throw ctx.fail("stride 0 on axis \(axis)") }
+            let masked = { (mask: Int) in axis >= begin.count || mask & (1 << axis) != 0 }
+            var start = masked(options.beginMask) ? (stride > 0 ? Int(Int32.min) : Int(Int32.max)) : begin[axis]
+            if start < 0 { start += dimension }
+            start = stride > 0 ? min(max(start, 0), dimension) : min(max(start, -1), dimension - 1)
+            let shrink = axis < begin.count && options.shrinkAxisMask & (1 << axis) != 0
+            var stop: Int
+            if shrink {
+                stop = start + 1
+            } else {
+                stop = masked(options.endMask) ? (stride > 0 ? Int(Int32.max) : Int(Int32.min)) : end[axis]
+                if stop < 0 { stop += dimension }
+                stop = stride > 0 ? min(max(stop, 0), dimension) : min(max(stop, -1), dimension - 1)
+            }
+            let count = dimension == 0 ? 0 : stride > 0 ? max(0, (stop - start + stride - 1) / stride) : max(0, (start - stop - stride - 1) / -stride)
+            if shrink && count != 1 { throw ctx.fail("shrink axis \(axis) selects \(count) elements") }
+            starts.append(start)
+            steps.append(stride)
+            counts.append(count)
+            if !shrink { outputShape.append(count) }
+        }
+        try ctx.setShape(output, outputShape)
+        var elementStrides = [Int](repeating: 1, count: rank)
+        for axis in stride(from: rank - 2, through: 0, by: -1) { elementStrides[axis] = elementStrides[axis + 1] * shape[axis + 1] }
+        let padding = Self.maxRank - rank
+        self.starts = [Int](repeating: 0, count: padding) + starts
+        self.steps = [Int](repeating: 1, count: padding) + steps
+        self.counts = [Int](repeating: 1, count: padding) + counts
+        inputStrides = [Int](repeating: 0, count: padding) + elementStrides
+    }
+
+    func run(_ memory: TensorMemory) {
+        let source = memory.raw(input), target = memory.raw(output)
+        let size = elementSize
+        var written = 0
+        // The innermost axis with step 1 is one contiguous copy.
+        let innerContiguous = steps[4] == 1
+        for a in 0..<counts[0] {
+            let o0 = (starts[0] + a * steps[0]) * inputStrides[0]
+            for b in 0..<counts[1] {
+                let o1 = o0 + (starts[1] + b * steps[1]) * inputStrides[1]
+                for c in 0..<counts[2] {
+                    let o2 = o1 + (starts[2] + c * steps[2]) * inputStrides[2]
+                    for d in 0..<counts[3] {
+                        let o3 = o2 + (starts[3] + d * steps[3]) * inputStrides[3]
+                        if innerContiguous {
+                            let bytes = counts[4] * size
+                            (target + written).copyMemory(from: source + (o3 + starts[4]) * size, byteCount: bytes)
+                            written += bytes
+                        } else {
+                            for e in 0..<counts[4] {
+                                (target + written).copyMemory(from: source + (o3 + starts[4] + e * steps[4]) * size, byteCount: size)
+                                written += size
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
