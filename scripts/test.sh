@@ -7,7 +7,7 @@ scripts/setup.sh
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
 # Expected outputs from LiteRT and OpenCV, each regenerated when its script changes.
-for script in make_litert_fixtures make_jpeg_fixtures; do
+for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures; do
   stamp=fixtures-generated/.stamp-$script
   if ! cmp -s "scripts/$script.py" "$stamp" 2>/dev/null; then
     "$venv/bin/python" "scripts/$script.py" 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true

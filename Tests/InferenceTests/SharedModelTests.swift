@@ -1,0 +1,46 @@
+import Foundation
+import Inference
+import Testing
+import TestSupport
+import TFLiteFormat
+
+/// The shared models beyond the SSD detector against LiteRT's own outputs
+/// (fixtures-generated/models, made by scripts/make_model_fixtures.py).
+@Suite struct SharedModelTests {
+    static let cases = ["yolov5n/coffee", "yolov5n/astronaut"]
+    static let models = ["yolov5n": "yolov5n/yolov5n-int8.tflite"]
+
+    static func run(_ name: String, backend: Interpreter.Options.Backend) throws -> (output: [UInt8], ref: [UInt8], xnnpack: [UInt8]) {
+        let model = String(name.split(separator: "/")[0])
+        let folder = Fixtures.generated.appendingPathComponent("models/\(name)")
+        let interpreter = try Interpreter(model: try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/\(models[model]!)")),
+                                          options: .init(threadCount: 2, backend: backend))
+        try interpreter.copy(try Fixtures.npy(folder.appendingPathComponent("input.npy")).data, toInputAt: 0)
+        try interpreter.invoke()
+        return (try interpreter.output(at: 0).data, try Fixtures.npy(folder.appendingPathComponent("ref.npy")).data,
+                try Fixtures.npy(folder.appendingPathComponent("xnnpack.npy")).data)
+    }
+
+    @Test("reference backend equals LiteRT's reference kernels", arguments: cases)
+    func referenceBackendEqualsLiteRT(_ name: String) throws {
+        let (output, ref, _) = try Self.run(name, backend: .reference)
+        #expect(output.count == ref.count)
+        #expect(output == ref, "\(zip(output, ref).filter { $0 != $1 }.count) of \(ref.count) bytes differ")
+    }
+
+    @Test("XNNPACK backend differs from the reference kernels no more than LiteRT's XNNPACK does", arguments: cases)
+    func xnnpackBackendIsWithinLiteRTsBound(_ name: String) throws {
+        let (output, ref, xnnpack) = try Self.run(name, backend: .xnnpack)
+        #expect(output.count == ref.count)
+        // Single outputs of a 281-operator model can move by tens of steps on either fast path (a
+        // rounding difference early on, amplified), so the distributions are compared: the mean and
+        // the 99.9th percentile of the difference from the reference kernels.
+        func stats(_ a: [UInt8], _ b: [UInt8]) -> (mean: Double, p999: Int) {
+            let differences = zip(a, b).map { abs(Int($0) - Int($1)) }.sorted()
+            return (Double(differences.reduce(0, +)) / Double(max(1, differences.count)), differences[Int(Double(differences.count - 1) * 0.999)])
+        }
+        let spotter = stats(output, ref), litert = stats(xnnpack, ref)
+        #expect(spotter.mean <= litert.mean * 1.5 + 0.05 && spotter.p999 <= litert.p999 + 2,
+                "from the reference: Spotter mean \(spotter.mean), p99.9 \(spotter.p999); LiteRT XNNPACK mean \(litert.mean), p99.9 \(litert.p999)")
+    }
+}

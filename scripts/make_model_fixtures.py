@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""LiteRT's raw outputs of the shared models beyond the SSD detector, for Spotter's kernel tests.
+
+Writes, under OUTDIR (default: fixtures-generated/models/ at the repository root), for each model
+that Spotter runs and each shared picture:
+
+  MODEL/NAME/input.npy      the model input: the picture resized with OpenCV bilinear to the
+                            input size, RGB, in the input's type
+  MODEL/NAME/ref.npy        LiteRT BUILTIN_REF (reference kernels) output 0
+  MODEL/NAME/xnnpack.npy    LiteRT's default (XNNPACK) output 0
+
+Spotter's outputs are never used here. Tool versions: ../shared/reference/requirements.txt.
+"""
+import argparse
+import os
+
+import cv2
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite")}
+PICTURES = ["coffee", "astronaut"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--outdir", default=os.path.join(ROOT, "fixtures-generated", "models"))
+    args = parser.parse_args()
+    for model, path in MODELS.items():
+        for picture in PICTURES:
+            folder = os.path.join(args.outdir, model, picture)
+            os.makedirs(folder, exist_ok=True)
+            outputs = {}
+            for kind, resolver in [("ref", OpResolverType.BUILTIN_REF), ("xnnpack", OpResolverType.AUTO)]:
+                interpreter = Interpreter(model_path=path, experimental_op_resolver_type=resolver, num_threads=1)
+                interpreter.allocate_tensors()
+                detail = interpreter.get_input_details()[0]
+                _, height, width, _ = detail["shape"]
+                rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", picture + ".png")), cv2.COLOR_BGR2RGB)
+                value = cv2.resize(rgb, (width, height), interpolation=cv2.INTER_LINEAR)[None].astype(detail["dtype"])
+                interpreter.set_tensor(detail["index"], value)
+                interpreter.invoke()
+                outputs[kind] = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+                np.save(os.path.join(folder, "input.npy"), value)
+            for kind, value in outputs.items():
+                np.save(os.path.join(folder, kind + ".npy"), value)
+    print(f"wrote LiteRT outputs of {len(MODELS)} model(s) on {len(PICTURES)} pictures to {args.outdir}")
+
+
+if __name__ == "__main__":
+    main()
