@@ -8,11 +8,16 @@ that Spotter runs and each shared picture:
                             input size, RGB, in the input's type
   MODEL/NAME/ref.npy        LiteRT BUILTIN_REF (reference kernels) output 0
   MODEL/NAME/xnnpack.npy    LiteRT's default (XNNPACK) output 0
+  MODEL/peer-ref.jsonl      detections of the YOLO peer (scripts/peer_yolo.py: letterbox, LiteRT,
+  MODEL/peer-xnnpack.jsonl  NMS) on every shared picture, threshold 0.25, with LiteRT's reference
+                            kernels and with its default (XNNPACK) path
 
 Spotter's outputs are never used here. Tool versions: ../shared/reference/requirements.txt.
 """
 import argparse
 import os
+import subprocess
+import sys
 
 import cv2
 import numpy as np
@@ -22,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite")}
 PICTURES = ["coffee", "astronaut"]
+ALL_PICTURES = ["astronaut", "coffee", "chelsea", "camera", "page"]
 
 
 def main():
@@ -46,6 +52,12 @@ def main():
                 np.save(os.path.join(folder, "input.npy"), value)
             for kind, value in outputs.items():
                 np.save(os.path.join(folder, kind + ".npy"), value)
+        for resolver, kind in [("ref", "ref"), ("default", "xnnpack")]:
+            peer = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "peer_yolo.py"), path, "--threshold", "0.25",
+                                   "--resolver", resolver] + [os.path.join(SHARED, "images", name + ".png") for name in ALL_PICTURES],
+                                  check=True, capture_output=True, text=True).stdout
+            with open(os.path.join(args.outdir, model, f"peer-{kind}.jsonl"), "w") as f:
+                f.write(peer)
     print(f"wrote LiteRT outputs of {len(MODELS)} model(s) on {len(PICTURES)} pictures to {args.outdir}")
 
 

@@ -27,6 +27,17 @@ public struct Labels: Sendable, Equatable {
         lines.firstIndex { $0.caseInsensitiveCompare(name) == .orderedSame && $0 != "???" }.map { $0 - offset }
     }
 
+    /// COCO's 80 classes in the order Ultralytics and most detectors trained on COCO use: the labels
+    /// of a YOLO model with 80 classes that carries none of its own.
+    public static let coco80 = Labels(lines: """
+        person bicycle car motorcycle airplane bus train truck boat traffic_light fire_hydrant stop_sign parking_meter bench \
+        bird cat dog horse sheep cow elephant bear zebra giraffe backpack umbrella handbag tie suitcase frisbee skis \
+        snowboard sports_ball kite baseball_bat baseball_glove skateboard surfboard tennis_racket bottle wine_glass cup \
+        fork knife spoon bowl banana apple sandwich orange broccoli carrot hot_dog pizza donut cake chair couch \
+        potted_plant bed dining_table toilet tv laptop mouse remote keyboard cell_phone microwave oven toaster sink \
+        refrigerator book clock vase scissors teddy_bear hair_drier toothbrush
+        """.split(separator: " ").map { $0.replacingOccurrences(of: "_", with: " ") }, source: "COCO's 80 classes (assumed)")
+
     /// Whether these are the 91-line COCO labels, whose line numbers are COCO category ids.
     public var isCOCO: Bool { lines.count == 91 && offset == 1 && lines[1] == "person" && lines[90] == "toothbrush" }
 
@@ -51,7 +62,7 @@ public struct Labels: Sendable, Equatable {
         if let explicit { return try read(path: explicit) }
         if let embedded = model.embeddedLabels, !embedded.isEmpty { return Labels(lines: embedded, source: "model metadata") }
         let directory = URL(fileURLWithPath: modelPath).deletingLastPathComponent()
-        for name in ["labelmap.txt", "labels.txt", "dict.txt"] {
+        for name in ["labelmap.txt", "labels.txt", "dict.txt", "coco_labels.txt"] {
             let candidate = directory.appendingPathComponent(name).path
             if FileManager.default.fileExists(atPath: candidate) { return try read(path: candidate) }
         }

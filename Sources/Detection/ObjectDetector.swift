@@ -89,8 +89,12 @@ public final class ObjectDetector {
         public var threadCount: Int = Processors.available
         /// Default: `.xnnpack`.
         public var backend: Interpreter.Options.Backend = .xnnpack
-        /// Default `.stretch`, as the shared SSD model was trained.
-        public var resizeMode: ResizeMode = .stretch
+        /// How pictures are fitted to the input. Default nil: the model family's own (`.stretch` for
+        /// SSD, as the shared model was trained; `.letterbox` with gray 114 bars for YOLO, as
+        /// Ultralytics prepares pictures).
+        public var resizeMode: ResizeMode?
+        /// YOLO: intersection over union above which a box of the same class is suppressed. Default 0.45.
+        public var iouThreshold: Float = 0.45
         /// For float inputs: `(value - mean) / std` per channel, overriding the model's metadata.
         public var normalization: Normalization?
         /// An explicit labels file; default: metadata, then a labels file beside the model.
@@ -101,7 +105,7 @@ public final class ObjectDetector {
 
         public init(scoreThreshold: Float = 0.5, maxResults: Int? = nil, categoryAllowlist: [String]? = nil,
                     categoryDenylist: [String]? = nil, threadCount: Int = Processors.available,
-                    backend: Interpreter.Options.Backend = .xnnpack, resizeMode: ResizeMode = .stretch,
+                    backend: Interpreter.Options.Backend = .xnnpack, resizeMode: ResizeMode? = nil,
                     normalization: Normalization? = nil, labelsPath: String? = nil) {
             self.scoreThreshold = scoreThreshold
             self.maxResults = maxResults
@@ -122,7 +126,20 @@ public final class ObjectDetector {
     private let inputType: TensorType
     private let inputQuantization: Quantization?
     private let normalization: Normalization?
-    private let layout: SSDLayout
+    private let layout: Layout
+    /// The output layouts the detector decodes.
+    private enum Layout {
+        case ssd(SSDLayout)
+        case yolo(YOLOLayout)
+    }
+
+    /// The output layout found, for `inspect` and errors.
+    public var layoutDescription: String {
+        switch layout {
+        case .ssd: return "SSD with post-processing: boxes, classes, scores, count"
+        case .yolo(let yolo): return yolo.description
+        }
+    }
     private let allowed: Set<Int>?
     private let denied: Set<Int>
 
@@ -137,7 +154,7 @@ public final class ObjectDetector {
             throw DetectorError.cannotReadModel(path: modelPath, reason: error.localizedDescription)
         }
         self.options = options
-        labels = try Labels.find(for: model, modelPath: modelPath, explicit: options.labelsPath)
+        var labels = try Labels.find(for: model, modelPath: modelPath, explicit: options.labelsPath)
         var interpreterOptions = Interpreter.Options(threadCount: options.threadCount, backend: options.backend)
         interpreterOptions.parksThreadsAfterInvoke = options.parksThreadsBetweenPictures
         interpreter = try Interpreter(model: model, options: interpreterOptions)
@@ -151,7 +168,13 @@ public final class ObjectDetector {
         inputQuantization = input.quantization
         normalization = options.normalization ?? model.metadata?.inputNormalization
         if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
-        layout = try SSDLayout(model: model, modelPath: modelPath)
+        if let yolo = YOLOLayout(model: model, interpreter: interpreter) {
+            layout = .yolo(yolo)
+            if labels == nil, yolo.classCount == 80 { labels = Labels.coco80 }
+        } else {
+            layout = .ssd(try SSDLayout(model: model, modelPath: modelPath))
+        }
+        self.labels = labels
         allowed = try Self.classIndices(options.categoryAllowlist, labels)
         denied = try Self.classIndices(options.categoryDenylist, labels) ?? []
     }
@@ -174,7 +197,11 @@ public final class ObjectDetector {
         let clock = ContinuousClock()
         var prepared: PreparedImage!
         let preprocess = try clock.measure {
-            prepared = image.prepared(for: inputSize, mode: options.resizeMode, orientation: orientation)
+            if case .yolo = layout {
+                prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .letterbox, orientation: orientation, fill: (114, 114, 114))
+            } else {
+                prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .stretch, orientation: orientation)
+            }
             try fillInput(prepared.pixels)
         }
         let inference = try clock.measure { try interpreter.invoke() }
@@ -207,7 +234,15 @@ public final class ObjectDetector {
     }
 
     private func decode(_ prepared: PreparedImage) throws -> [Detection] {
-        let raw = try layout.read(interpreter)
+        let raw: [RawDetection]
+        switch layout {
+        case .ssd(let ssd):
+            raw = try ssd.read(interpreter)
+        case .yolo(let yolo):
+            let candidates = try yolo.read(interpreter, threshold: options.scoreThreshold, inputSize: (inputSize.width, inputSize.height))
+            raw = NonMaxSuppression.apply(candidates.filter { (allowed?.contains($0.classIndex) ?? true) && !denied.contains($0.classIndex) },
+                                          iouThreshold: options.iouThreshold)
+        }
         let toUpright = prepared.uprightToInput.inverted
         let w = Double(prepared.uprightSize.width), h = Double(prepared.uprightSize.height)
         let bounds = Rect(x: 0, y: 0, width: w, height: h)

@@ -49,22 +49,15 @@ struct SSDLayout {
         return order
     }
 
-    struct Raw {
-        var classIndex: Int
-        var score: Float
-        /// ymin, xmin, ymax, xmax, normalized to the model input.
-        var box: (Float, Float, Float, Float)
-    }
-
     /// The valid detections of the last `invoke()`.
-    func read(_ interpreter: Interpreter) throws -> [Raw] {
+    func read(_ interpreter: Interpreter) throws -> [RawDetection] {
         let count = try interpreter.withOutput(at: self.count) { Int($0.load(as: Float.self)) }
         return try interpreter.withOutput(at: boxes) { boxes in
             try interpreter.withOutput(at: classes) { classes in
                 try interpreter.withOutput(at: scores) { scores in
                     let n = min(max(count, 0), scores.count / 4, classes.count / 4, boxes.count / 16)
                     return (0..<n).map { i in
-                        Raw(classIndex: Int(classes.load(fromByteOffset: 4 * i, as: Float.self)),
+                        RawDetection(classIndex: Int(classes.load(fromByteOffset: 4 * i, as: Float.self)),
                             score: scores.load(fromByteOffset: 4 * i, as: Float.self),
                             box: (boxes.load(fromByteOffset: 16 * i, as: Float.self), boxes.load(fromByteOffset: 16 * i + 4, as: Float.self),
                                   boxes.load(fromByteOffset: 16 * i + 8, as: Float.self), boxes.load(fromByteOffset: 16 * i + 12, as: Float.self)))

@@ -82,11 +82,16 @@ public struct ModelReport: Sendable, Codable {
         let producers = Dictionary(graph.operators.flatMap { op in op.outputs.map { ($0, op) } }, uniquingKeysWith: { a, _ in a })
         let postProcessed = graph.outputs.count == 4
             && graph.outputs.allSatisfy { producers[$0]?.code.customName == DetectionPostProcess.name }
+        let single = outputs.count == 1 ? outputs[0].shape : []
         if postProcessed {
             detectionLayout = "SSD with post-processing: boxes, classes, scores, count"
+        } else if single.count == 3, single[0] == 1, single[1] > single[2], single[2] > 5 {
+            detectionLayout = "YOLOv5 [1, \(single[1]), \(single[2])]: \(single[2] - 5) classes with objectness; letterbox input, NMS in Spotter"
+        } else if single.count == 3, single[0] == 1, single[2] > single[1], single[1] > 4 {
+            detectionLayout = "YOLOv8/11 [1, \(single[1]), \(single[2])]: \(single[1] - 4) classes; letterbox input, NMS in Spotter"
         } else {
             detectionLayout = nil
-            advice.append("outputs \(outputs.map { "\($0.name) \($0.shape)" }.joined(separator: ", ")) are not a detection layout Spotter decodes (it expects TFLite_Detection_PostProcess's boxes, classes, scores, count)")
+            advice.append("outputs \(outputs.map { "\($0.name) \($0.shape)" }.joined(separator: ", ")) are not a detection layout Spotter decodes (it expects TFLite_Detection_PostProcess's boxes, classes, scores, count, or a YOLO output)")
         }
         if let input = inputs.first, input.type == "float32", metadata.normalizationMean == nil {
             advice.append("the float input has no normalization metadata: pass --mean and --std (for example --mean 127.5 --std 127.5)")

@@ -45,8 +45,8 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "Kernels: xnnpack or reference.")
     var backend: Interpreter.Options.Backend = .xnnpack
 
-    @Option(help: "How pictures are fitted to the model input: stretch, crop or letterbox.")
-    var resize: ResizeChoice = .stretch
+    @Option(help: "How pictures are fitted to the model input: stretch, crop or letterbox (default: the model family's own, stretch for SSD, letterbox for YOLO).")
+    var resize: ResizeChoice?
 
     @Option(parsing: .unconditional, help: "For float models without normalization metadata: the mean subtracted from pixels.")
     var mean: Float?
@@ -77,7 +77,7 @@ struct DetectorOptions: ParsableArguments {
     /// - Parameter pipelined: other threads decode and encode (video): let inference threads sleep between frames.
     func makeDetector(pipelined: Bool = false) throws -> ObjectDetector {
         let path = try modelPath
-        var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize.mode, labelsPath: labels)
+        var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize?.mode, labelsPath: labels)
         options.threadCount = threadsWithinCores(threads)
         options.parksThreadsBetweenPictures = pipelined
         if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }

@@ -1,0 +1,58 @@
+import Detection
+import Foundation
+import Imaging
+import Media
+import Testing
+import TestSupport
+
+/// YOLOv5 through the ObjectDetector against the Python peer (scripts/peer_yolo.py: letterbox,
+/// LiteRT, NMS; its detections in fixtures-generated/models/yolov5n/peer-*.jsonl). On the reference
+/// kernels both sides compute the same integers, so detections agree to the digit; between the two
+/// XNNPACK paths a few 8-bit steps of difference move low scores by up to a few hundredths.
+@Suite struct YOLOTests {
+    static let model = Fixtures.shared.appendingPathComponent("models/yolov5n/yolov5n-int8.tflite").path
+
+    static func iou(_ a: Rect, _ b: Rect) -> Double {
+        let w = max(0, min(a.maxX, b.maxX) - max(a.minX, b.minX)), h = max(0, min(a.maxY, b.maxY) - max(a.minY, b.minY))
+        let union = a.width * a.height + b.width * b.height - w * h
+        return union > 0 ? w * h / union : 0
+    }
+
+    @Test(arguments: [("ref", 0.0001, 0.999), ("xnnpack", 0.05, 0.9)])
+    func detectionsMatchThePythonPeerOnEverySharedPicture(kind: String, scoreTolerance: Double, minimumIoU: Double) throws {
+        let detector = try ObjectDetector(modelPath: Self.model, options: .init(scoreThreshold: 0.25, backend: kind == "ref" ? .reference : .xnnpack))
+        let lines = try String(contentsOf: Fixtures.generated.appendingPathComponent("models/yolov5n/peer-\(kind).jsonl"), encoding: .utf8)
+            .split(separator: "\n")
+        #expect(lines.count == 5)
+        var compared = 0
+        for line in lines {
+            let peer = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let path = try #require(peer["image"] as? String)
+            let result = try detector.detect(try ImageFile.decode(path).upright)
+            let expected = try #require(peer["detections"] as? [[String: Any]]).map { d -> (Int, Double, Rect) in
+                let box = d["box"] as? [String: Double] ?? [:]
+                return (d["class_id"] as? Int ?? -1, d["score"] as? Double ?? 0,
+                        Rect(minX: box["xmin"] ?? 0, minY: box["ymin"] ?? 0, maxX: box["xmax"] ?? 0, maxY: box["ymax"] ?? 0))
+            }
+            // Every confident detection of either side has its twin on the other: same class, IoU and
+            // score within the tolerances (below 0.3 a threshold flip is not a difference).
+            for (classIndex, score, box) in expected where score >= 0.3 {
+                let twin = result.detections.first { $0.classIndex == classIndex && Self.iou($0.box, box) >= minimumIoU }
+                #expect(twin != nil && abs(Double(twin!.score) - score) <= scoreTolerance,
+                        "\(path): peer's class \(classIndex) \(score) at \(box) against \(result.detections)")
+                compared += 1
+            }
+            for d in result.detections where d.score >= 0.3 {
+                #expect(expected.contains { $0.0 == d.classIndex && Self.iou($0.2, d.box) >= minimumIoU }, "\(path): Spotter's \(d.label) \(d.score) is not in the peer's")
+            }
+        }
+        #expect(compared >= 3)
+    }
+
+    @Test func cupOnCoffeeIsLabelledFromCOCOsEightyClasses() throws {
+        let detector = try ObjectDetector(modelPath: Self.model)
+        #expect(detector.labels?.lines.count == 80)
+        let result = try detector.detect(try ImageFile.decode(Fixtures.shared.appendingPathComponent("images/coffee.png").path).upright)
+        #expect(result.detections.first?.label == "cup")
+    }
+}
