@@ -174,9 +174,10 @@ final class InputContext {
     /// Opens `path`, with an explicit input format name (`video4linux2`) when given; gives up after
     /// `timeout` seconds without progress, or when `interrupt` is triggered.
     init(path: String, format: String? = nil, interrupt: IOInterrupt = IOInterrupt(), timeout: Double? = nil) throws {
-        guard var context: UnsafeMutablePointer<AVFormatContext>? = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
+        guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
+        var context: UnsafeMutablePointer<AVFormatContext>? = allocated
         self.interrupt = interrupt
-        context!.pointee.interrupt_callback = AVIOInterruptCB(callback: IOInterrupt.callback, opaque: Unmanaged.passUnretained(interrupt).toOpaque())
+        allocated.pointee.interrupt_callback = AVIOInterruptCB(callback: IOInterrupt.callback, opaque: Unmanaged.passUnretained(interrupt).toOpaque())
         let inputFormat = format.flatMap { av_find_input_format($0) }
         interrupt.arm(timeout)
         defer { interrupt.arm(nil) }
