@@ -23,6 +23,15 @@ struct Spotter: AsyncParsableCommand {
     )
 }
 
+extension Spotter {
+    static func main() async {
+        // A file-size limit (`ulimit -f`) then fails a write with EFBIG, which the commands report
+        // and clean up after, instead of killing the process halfway through a file.
+        signal(SIGXFSZ, SIG_IGN)
+        await main(nil)
+    }
+}
+
 /// A failure at run time (a file that cannot be read, a damaged video): ArgumentParser prints
 /// "Error: " and the description, which says what to do, without the usage text that a
 /// `ValidationError` (a bad flag) adds. Library errors such as `StoreError` print the same way.

@@ -239,6 +239,23 @@ func temporaryDirectory(_ name: String) throws -> URL {
         #expect(FileManager.default.fileExists(atPath: album.appendingPathComponent(try #require(entry.thumbnail)).path))
     }
 
+    @Test func fullDiskMidClipKeepsTheIndexConsistentAndSaysSo() throws {
+        let album = try temporaryDirectory("full")
+        defer { try? FileManager.default.removeItem(at: album) }
+        // A 400 KB file-size limit stands in for a full disk: the first clip's writes fail midway.
+        let result = try RunningProgram("/bin/bash", ["-c", "ulimit -f 400; exec \"$0\" \"$@\"", Self.spotter, "record", RecordingTests.video,
+                                                     "--album", album.path, "--model", Fixtures.detectModel.path]).wait()
+        #expect(result.status == 1)
+        #expect(result.errors.contains("File too large") || result.errors.contains("No space"), "\(result.errors)")
+        #expect(result.errors.contains("1 clip(s) are in"), "\(result.errors)")
+        let entries = try Album(directory: album).clips()
+        let entry = try #require(entries.first)
+        #expect(entries.count == 1 && entry.incomplete && entry.frames > 0)
+        #expect(try Probe(album.appendingPathComponent(entry.clip).path).frames == entry.frames)
+        let files = try FileManager.default.contentsOfDirectory(atPath: album.appendingPathComponent("clips").path).filter { $0.hasSuffix(".mp4") }
+        #expect(files.map { "clips/\($0)" } == [entry.clip], "no clip without a row: \(files)")
+    }
+
     @Test func albumRepairRemovesEmptyClipsAndSkipsClipsBeingRecorded() throws {
         let directory = try temporaryDirectory("repair")
         defer { try? FileManager.default.removeItem(at: directory) }
