@@ -1,6 +1,12 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+/// `SPOTTER_MEMORY_CHECK=1` leaves out the server, the model store and the command line (and the
+/// packages only they use) so the AddressSanitizer build in `scripts/test.sh` compiles just the
+/// modules that touch unsafe memory and their test suites.
+let memoryCheckOnly = Context.environment["SPOTTER_MEMORY_CHECK"] == "1"
+let shellTargets: Set<String> = ["Server", "ServerTests", "spotter", "ModelStore", "ModelStoreTests", "CCurl", "CZlib"]
+
 let package = Package(
     name: "Spotter",
     platforms: [.macOS(.v14)],
@@ -77,3 +83,13 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
     ]
 )
+
+if memoryCheckOnly {
+    package.targets.removeAll { shellTargets.contains($0.name) }
+    package.products.removeAll { product in product.name == "spotter" || product.name == "Server" || product.name == "ModelStore" }
+    // Packages only the left-out targets use.
+    package.dependencies.removeAll { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind else { return false }
+        return !location.hasSuffix("/GRDB.swift")
+    }
+}

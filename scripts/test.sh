@@ -15,13 +15,16 @@ for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures; do
   fi
 done
 
-swift build -c release --product spotter
-swift test -c release 2>&1 | tee .build/swift-test.log | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
+# One release build serves the test suites and the command line the end-to-end checks run.
+swift build -c release --build-tests
+swift test -c release --skip-build 2>&1 | tee .build/swift-test.log | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/swift-test.log)
 [ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
 
 # AddressSanitizer over the suites that hand pixels, FFmpeg buffers and tensors to unsafe pointers
-# (Imaging, Media, Detection, Pipeline with its frame-size sweep, the single-operator kernels).
+# (Imaging, Media, Detection, Pipeline with its frame-size sweep, the single-operator kernels);
+# SPOTTER_MEMORY_CHECK=1 leaves the server, model store and command line out of this build.
+export SPOTTER_MEMORY_CHECK=1
 swift build -c release --sanitize=address --build-tests --build-path .build-asan > .build/asan-build.log 2>&1 \
   || { tail -40 .build/asan-build.log; echo "AddressSanitizer build failed"; exit 1; }
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 swift test -c release --sanitize=address --build-path .build-asan --skip-build \
@@ -29,6 +32,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 swift test -c release --sanitize=ad
   | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 asan_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/asan-test.log)
 [ -n "$asan_tests" ] || { echo "swift test under AddressSanitizer failed"; exit 1; }
+unset SPOTTER_MEMORY_CHECK
 
 # The command line, end to end, checked by LiteRT and Python's json module.
 "$venv/bin/python" scripts/check_cli.py .build/release/spotter > .build/check-cli.log || { cat .build/check-cli.log; exit 1; }
