@@ -72,6 +72,35 @@ extension Image {
         fill(x: x1 - t, y: y0, width: t, height: y1 - y0, color: color)
     }
 
+    /// Draws the closed polygon through `points` (continuous coordinates, the image spanning
+    /// 0...width) with anti-aliased strokes `lineWidth` pixels wide; RGB24 only.
+    public mutating func strokePolygon(_ points: [Point], lineWidth: Double, color: Color) {
+        precondition(format == .rgb24, "draw on RGB24 images")
+        guard points.count >= 2, lineWidth > 0 else { return }
+        let half = lineWidth / 2
+        for index in points.indices {
+            let a = points[index], b = points[(index + 1) % points.count]
+            let x0 = max(0, Int((min(a.x, b.x) - half - 1).rounded(.down))), x1 = min(width - 1, Int((max(a.x, b.x) + half + 1).rounded(.up)))
+            let y0 = max(0, Int((min(a.y, b.y) - half - 1).rounded(.down))), y1 = min(height - 1, Int((max(a.y, b.y) + half + 1).rounded(.up)))
+            guard x0 <= x1, y0 <= y1 else { continue }
+            let dx = b.x - a.x, dy = b.y - a.y, length2 = max(1e-12, dx * dx + dy * dy)
+            for y in y0...y1 {
+                for x in x0...x1 {
+                    // Distance from the pixel centre to the segment, then coverage of a 1-pixel ramp.
+                    let px = Double(x) + 0.5 - a.x, py = Double(y) + 0.5 - a.y
+                    let t = min(1, max(0, (px * dx + py * dy) / length2))
+                    let ex = px - t * dx, ey = py - t * dy
+                    let coverage = min(1, max(0, half + 0.5 - (ex * ex + ey * ey).squareRoot()))
+                    guard coverage > 0 else { continue }
+                    let alpha = Int((coverage * 255).rounded()), d = y * strides[0] + x * 3
+                    data[d] = UInt8((Int(data[d]) * (255 - alpha) + Int(color.red) * alpha + 127) / 255)
+                    data[d + 1] = UInt8((Int(data[d + 1]) * (255 - alpha) + Int(color.green) * alpha + 127) / 255)
+                    data[d + 2] = UInt8((Int(data[d + 2]) * (255 - alpha) + Int(color.blue) * alpha + 127) / 255)
+                }
+            }
+        }
+    }
+
     /// Blends `color` through `mask` with its top left at (`x`, `y`); clipped to the image.
     public mutating func blend(_ mask: Mask, x: Int, y: Int, color: Color) {
         precondition(format == .rgb24, "draw on RGB24 images")

@@ -32,6 +32,23 @@ public struct Rect: Sendable, Equatable, Hashable, Codable {
     }
 }
 
+/// A point in pixels (or normalized units), origin at the top left, y down.
+public struct Point: Sendable, Equatable, Hashable, Codable {
+    public var x, y: Double
+
+    public init(x: Double, y: Double) {
+        self.x = x
+        self.y = y
+    }
+
+    public static func + (a: Point, b: Point) -> Point { Point(x: a.x + b.x, y: a.y + b.y) }
+    public static func - (a: Point, b: Point) -> Point { Point(x: a.x - b.x, y: a.y - b.y) }
+    public static func * (a: Point, s: Double) -> Point { Point(x: a.x * s, y: a.y * s) }
+
+    /// Euclidean distance to `other`.
+    public func distance(to other: Point) -> Double { ((x - other.x) * (x - other.x) + (y - other.y) * (y - other.y)).squareRoot() }
+}
+
 /// A 2-D affine map `p' = (a*x + b*y + tx, c*x + d*y + ty)`; every geometric step of image
 /// preparation is one, so boxes map exactly between the source picture, the model input and a view.
 public struct AffineMap: Sendable, Equatable {
@@ -50,6 +67,10 @@ public struct AffineMap: Sendable, Equatable {
 
     public func apply(x: Double, y: Double) -> (x: Double, y: Double) {
         (a * x + b * y + tx, c * x + d * y + ty)
+    }
+
+    public func apply(_ point: Point) -> Point {
+        Point(x: a * point.x + b * point.y + tx, y: c * point.x + d * point.y + ty)
     }
 
     /// `other` applied after `self`.
