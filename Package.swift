@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "Media", targets: ["Media"]),
         .library(name: "Detection", targets: ["Detection"]),
+        .library(name: "Rectangles", targets: ["Rectangles"]),
         .library(name: "ModelStore", targets: ["ModelStore"]),
         .library(name: "Server", targets: ["Server"]),
         .executable(name: "spotter", targets: ["spotter"]),
@@ -53,6 +54,8 @@ let package = Package(
         .target(name: "Typeface", dependencies: ["CFreeType", "Imaging"]),
         // FFmpeg: image files, video reading and writing; JPEG through libjpeg-turbo.
         .target(name: "Media", dependencies: ["CFFmpeg", "CJPEG", "Imaging"]),
+        // Pure Swift: rectangle detection like Apple Vision's, perspective rectification.
+        .target(name: "Rectangles", dependencies: ["Imaging"]),
         // ObjectDetector, labels, output layouts, result encodings, annotation.
         .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
         // Frame pipeline with back-pressure, the clip recorder, the album index (SQLite via GRDB).
@@ -67,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -80,6 +83,7 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: [
             "Server", "Pipeline", "Detection", "Media", "Imaging", "TestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
+        .testTarget(name: "RectanglesTests", dependencies: ["Rectangles", "Imaging", "Media", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
     ]
 )

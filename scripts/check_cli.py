@@ -106,5 +106,52 @@ with tempfile.TemporaryDirectory() as out:
     missing = subprocess.run([spotter, "video", "/nonexistent.mp4", "--output", video, "--model", model], capture_output=True, text=True)
     check(missing.returncode != 0 and "/nonexistent.mp4" in missing.stderr, "video names an input it cannot open")
 
+drawn = os.path.join(root, "fixtures-generated", "rectangles-unit")
+with tempfile.TemporaryDirectory() as out:
+    truth = json.load(open(os.path.join(drawn, "truth.json")))["page-warped"][0]
+    warped = os.path.join(drawn, "page-warped.png")
+    row = json.loads(subprocess.run([spotter, "rectangles", warped, "--json", "--rectify", os.path.join(out, "flat"),
+                                     "--save-dir", os.path.join(out, "outlined")], check=True, capture_output=True, text=True).stdout)
+    keys = {"image", "width", "height", "milliseconds", "rectangles"}
+    found = row["rectangles"][0] if row["rectangles"] else {}
+    check(keys <= row.keys() and {"corners", "normalized", "box", "confidence"} <= found.keys(),
+          "rectangles --json carries image, width, height, rectangles with corners, normalized, box, confidence")
+    check(len(row["rectangles"]) == 1 and max(np.hypot(*np.subtract(a, b)) for a, b in zip(found["corners"], truth)) < 0.5,
+          "rectangles finds OpenCV's warped page within half a pixel, corners top-left first, clockwise")
+    check(all(abs(n[0] * 640 - c[0]) < 1e-3 and abs(n[1] * 480 - c[1]) < 1e-3 for n, c in zip(found["normalized"], found["corners"])),
+          "rectangles --json normalized corners are the pixel corners over the picture size")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                            os.path.join(out, "flat", "page-warped-1.png")], capture_output=True, text=True)
+    c = np.array(truth)
+    size = (max(np.linalg.norm(c[1] - c[0]), np.linalg.norm(c[2] - c[3])), max(np.linalg.norm(c[3] - c[0]), np.linalg.norm(c[2] - c[1])))
+    written = [int(v) for v in probe.stdout.strip().split(",")] if probe.returncode == 0 else [0, 0]
+    check(all(abs(w - s) <= 1 for w, s in zip(written, size)), "rectangles --rectify writes the flattened page (width and height from its longer sides)")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                            os.path.join(out, "outlined", "page-warped.png")], capture_output=True, text=True)
+    check(probe.stdout.strip() == "640,480", "rectangles --save-dir writes an outlined copy ffprobe reads")
+    bad = subprocess.run([spotter, "rectangles", warped, "--quadrature-tolerance", "50"], capture_output=True, text=True)
+    check(bad.returncode != 0 and "quadrature tolerance 50.0 is outside 0.0...45.0" in bad.stderr, "rectangles refuses an option out of range, naming it")
+    same = subprocess.run([spotter, "rectangles", drawn, "--save-dir", drawn], capture_output=True, text=True)
+    check(same.returncode == 0 and os.path.getsize(warped) > 0 and json.load(open(os.path.join(drawn, "truth.json")))["page-warped"][0] == truth
+          and os.path.exists(os.path.join(drawn, "page-warped-2.png")), "rectangles --save-dir into the input folder never overwrites an input")
+    clip, outlined = os.path.join(out, "page.mp4"), os.path.join(out, "page-outlined.mp4")
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i", warped, "-t", "1", "-r", "10", "-pix_fmt", "yuv420p",
+                    "-c:v", "libx264", "-crf", "12", clip], check=True)
+    subprocess.run([spotter, "video", clip, "--output", outlined, "--model", model, "--rectangles", "--jsonl", os.path.join(out, "page.jsonl")],
+                   check=True, capture_output=True)
+    rows = [json.loads(line) for line in open(os.path.join(out, "page.jsonl"))]
+    check(len(rows) == 10 and all(len(r["rectangles"]) == 1 and max(np.hypot(*np.subtract(a, b)) for a, b in zip(r["rectangles"][0]["corners"], truth)) < 1.5
+                                  for r in rows), "video --rectangles finds the page in every frame of an H.264 clip (--jsonl rectangles)")
+    def frame(path):
+        raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                             check=True, capture_output=True).stdout
+        return np.frombuffer(raw, np.uint8).reshape(480, 640, 3).astype(int)
+    top = np.round((np.array(truth[0]) + np.array(truth[1])) / 2 - 0.5).astype(int)
+    change = np.abs(frame(outlined)[top[1], top[0]] - frame(clip)[top[1], top[0]]).sum()
+    check(change > 60, "video --rectangles draws the outline into the decoded frames")
+    for extra in os.listdir(drawn):
+        if extra.endswith("-2.png"):
+            os.remove(os.path.join(drawn, extra))
+
 print(f"{len(checked) - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

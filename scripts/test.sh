@@ -7,7 +7,7 @@ scripts/setup.sh
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
 # Expected outputs from LiteRT and OpenCV, each regenerated when its script changes.
-for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures; do
+for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures make_rectangle_fixtures make_rectangle_set; do
   stamp=fixtures-generated/.stamp-$script
   if ! cmp -s "scripts/$script.py" "$stamp" 2>/dev/null; then
     "$venv/bin/python" "scripts/$script.py" 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true
@@ -22,13 +22,13 @@ swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build
 [ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
 
 # AddressSanitizer over the suites that hand pixels, FFmpeg buffers and tensors to unsafe pointers
-# (Imaging, Media, Detection, Pipeline with its frame-size sweep, the single-operator kernels);
+# (Imaging, Media, Detection, Pipeline with its frame-size sweep, Rectangles, the single-operator kernels);
 # SPOTTER_MEMORY_CHECK=1 leaves the server, model store and command line out of this build.
 export SPOTTER_MEMORY_CHECK=1
 swift build -c release --sanitize=address --build-tests --build-path .build-asan > .build/asan-build.log 2>&1 \
   || { tail -40 .build/asan-build.log; echo "AddressSanitizer build failed"; exit 1; }
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 swift test -c release --sanitize=address --build-path .build-asan --skip-build \
-  --filter '^(ImagingTests|DetectionTests|PipelineTests)\.|OperatorFixtureTests' 2>&1 | tee .build/asan-test.log \
+  --filter '^(ImagingTests|DetectionTests|PipelineTests|RectanglesTests)\.|OperatorFixtureTests' 2>&1 | tee .build/asan-test.log \
   | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 asan_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/asan-test.log)
 [ -n "$asan_tests" ] || { echo "swift test under AddressSanitizer failed"; exit 1; }
@@ -40,9 +40,14 @@ cat .build/check-cli.log
 cli=$(tail -1 .build/check-cli.log)
 cli_passed=${cli%% passed*}
 
+# Rectangle detection on the rendered set (make_rectangle_set.py), against today's level as a floor.
+"$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles --floor 0.62,0.01,0.15 \
+  2>&1 | grep -v "libpng warning" | tee .build/check-rectangles.log
+grep -q "^passed" .build/check-rectangles.log || { echo "rectangle detection fell below its floor"; exit 1; }
+
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
 cat .build/check-server.log
 server=$(tail -1 .build/check-server.log)
 server_passed=${server%% passed*}
-echo "total: $((swift_tests + asan_tests + cli_passed + server_passed)) passed, 0 failed"
+echo "total: $((swift_tests + asan_tests + cli_passed + 1 + server_passed)) passed, 0 failed"

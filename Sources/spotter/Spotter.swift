@@ -10,6 +10,7 @@ struct Spotter: AsyncParsableCommand {
         discussion: """
             Examples:
               spotter detect photo.jpg --save-dir annotated/
+              spotter rectangles receipt.jpg --rectify flat/
               spotter video street.mp4 --output boxes.mp4
               spotter record doorbell.mp4 --album ~/Clips
               spotter album list ~/Clips
@@ -19,7 +20,7 @@ struct Spotter: AsyncParsableCommand {
               spotter run detect.tflite --input frame.npy --output-dir out/
             """,
         version: "spotter 0.4.0",
-        subcommands: [Detect.self, Video.self, Record.self, AlbumCommand.self, Serve.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
+        subcommands: [Detect.self, RectanglesCommand.self, Video.self, Record.self, AlbumCommand.self, Serve.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
     )
 }
 

@@ -3,6 +3,7 @@ import Detection
 import Foundation
 import Imaging
 import Media
+import Rectangles
 import Pipeline
 
 /// libx264's presets, fastest first.
@@ -105,6 +106,11 @@ struct Video: ParsableCommand {
     @Option(help: "Seconds without data before a network source counts as stalled.")
     var timeout: Double = 10
 
+    @Flag(help: "Also find rectangles (pages, cards, screens) on every processed frame and outline them; the options below apply.")
+    var rectangles = false
+
+    @OptionGroup(title: "Rectangles (with --rectangles)") var rectangleFlags: RectangleFlags
+
     func validate() throws {
         guard every >= 1 else { throw ValidationError("--every must be at least 1") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
@@ -146,7 +152,8 @@ struct Video: ParsableCommand {
         let pipeline = FramePipeline(reader: reader, options: .init(every: every))
         let interruption = Interruption(stopping: pipeline.stopRequested)
         let bar = ProgressBar(total: info.frameCount ?? 0, enabled: true)
-        let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines)
+        let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines,
+                                  rectangles: rectangles ? try rectangleFlags.makeDetector() : nil)
         var stats: PipelineStats
         do {
             stats = try pipeline.run(detect: { try detector.detect($0.image).detections },
@@ -190,30 +197,37 @@ struct Video: ParsableCommand {
     }
 }
 
-/// The consumer of `spotter video`: draws, encodes, and writes JSON lines, on the consume thread.
+/// The consumer of `spotter video`: finds rectangles (with `--rectangles`), draws, encodes, and
+/// writes JSON lines, on the consume thread (while inference runs on the next frame).
 final class AnnotatingSink: @unchecked Sendable {
     // Used only from the pipeline's consume thread.
     private let writer: VideoWriter
     private let annotator: Annotator
     private let lines: FileHandle?
+    private let rectangleDetector: RectangleDetector?
     private var last: [Detection] = []
+    private var lastRectangles: [RectangleObservation] = []
 
-    init(writer: VideoWriter, annotator: Annotator, lines: FileHandle?) {
+    init(writer: VideoWriter, annotator: Annotator, lines: FileHandle?, rectangles: RectangleDetector? = nil) {
         self.writer = writer
         self.annotator = annotator
         self.lines = lines
+        rectangleDetector = rectangles
     }
 
     func consume(_ item: DetectedFrame) throws {
+        var image = item.frame.image
         if let detections = item.detections {
             last = detections
+            if let rectangleDetector { lastRectangles = rectangleDetector.detect(in: image) }
             if let lines {
-                let object: [String: Any] = ["frame": item.frame.index, "t": (item.frame.time * 1000).rounded() / 1000,
+                var object: [String: Any] = ["frame": item.frame.index, "t": (item.frame.time * 1000).rounded() / 1000,
                                              "detections": detections.map(ResultEncoding.detectionObject)]
+                if rectangleDetector != nil { object["rectangles"] = lastRectangles.map(RectanglesCommand.object) }
                 lines.write(Data((ResultEncoding.serialize(object) + "\n").utf8))
             }
         }
-        var image = item.frame.image
+        RectanglesCommand.outline(lastRectangles, on: &image)
         annotator.draw(last, on: &image)
         try writer.write(image, time: item.frame.time)
     }

@@ -1,0 +1,194 @@
+import Imaging
+
+/// A single-channel float picture, row-major without padding.
+struct Plane {
+    let width: Int
+    let height: Int
+    var pixels: [Float]
+
+    init(width: Int, height: Int, pixels: [Float]? = nil) {
+        self.width = width
+        self.height = height
+        self.pixels = pixels ?? [Float](repeating: 0, count: width * height)
+    }
+}
+
+/// Reads luma (BT.601 weights, 0...255) from any pixel format, at full resolution or box-averaged.
+struct Luma {
+    let image: Image
+    private let offsets: (r: Int, g: Int, b: Int)
+    private let bytesPerPixel: Int
+
+    init(_ image: Image) {
+        self.image = image
+        bytesPerPixel = image.format.bytesPerPixel
+        switch image.format {
+        case .rgb24, .rgba: offsets = (0, 1, 2)
+        case .bgr24, .bgra: offsets = (2, 1, 0)
+        case .argb: offsets = (1, 2, 3)
+        case .gray8, .nv12, .nv21, .i420: offsets = (0, 0, 0)
+        }
+    }
+
+    var width: Int { image.width }
+    var height: Int { image.height }
+
+    /// Luma of the stored pixel at column `x`, row `y` (both clamped into the picture).
+    func value(x: Int, y: Int) -> Float {
+        let cx = min(max(x, 0), image.width - 1), cy = min(max(y, 0), image.height - 1)
+        let base = image.planeOffsets[0] + cy * image.strides[0] + cx * bytesPerPixel
+        if bytesPerPixel == 1 { return Float(image.data[base]) }
+        let sum = 77 * Int(image.data[base + offsets.r]) + 150 * Int(image.data[base + offsets.g]) + 29 * Int(image.data[base + offsets.b])
+        return Float(sum) / 256
+    }
+
+    /// Bilinear luma at continuous coordinates (pixel centres at `i + 0.5`).
+    func sample(_ x: Double, _ y: Double) -> Float {
+        let fx = x - 0.5, fy = y - 0.5
+        let x0 = Int(fx.rounded(.down)), y0 = Int(fy.rounded(.down))
+        let ax = Float(fx - Double(x0)), ay = Float(fy - Double(y0))
+        let top = value(x: x0, y: y0) * (1 - ax) + value(x: x0 + 1, y: y0) * ax
+        let bottom = value(x: x0, y: y0 + 1) * (1 - ax) + value(x: x0 + 1, y: y0 + 1) * ax
+        return top * (1 - ay) + bottom * ay
+    }
+
+    /// The picture averaged over `factor` x `factor` blocks (the last partial row and column dropped).
+    func downscaled(by factor: Int) -> Plane {
+        let ww = max(1, image.width / factor), wh = max(1, image.height / factor)
+        let k = min(factor, image.width, image.height)
+        var out = Plane(width: ww, height: wh)
+        let stride = image.strides[0], start = image.planeOffsets[0], bpp = bytesPerPixel
+        let (ro, go, bo) = offsets
+        let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256))
+        image.data.withUnsafeBufferPointer { src in
+            out.pixels.withUnsafeMutableBufferPointer { dst in
+                let sums = UnsafeMutableBufferPointer<Int>.allocate(capacity: ww)
+                defer { sums.deallocate() }
+                for oy in 0..<wh {
+                    for i in 0..<ww { sums[i] = 0 }
+                    for dy in 0..<k {
+                        let row = start + (oy * k + dy) * stride
+                        if bpp == 1 {
+                            for ox in 0..<ww {
+                                var s = 0, p = row + ox * k
+                                for _ in 0..<k { s += Int(src[p]); p += 1 }
+                                sums[ox] += s
+                            }
+                        } else {
+                            for ox in 0..<ww {
+                                var s = 0, p = row + ox * k * bpp
+                                for _ in 0..<k {
+                                    s += 77 * Int(src[p + ro]) + 150 * Int(src[p + go]) + 29 * Int(src[p + bo])
+                                    p += bpp
+                                }
+                                sums[ox] += s
+                            }
+                        }
+                    }
+                    for ox in 0..<ww { dst[oy * ww + ox] = Float(sums[ox]) * scale }
+                }
+            }
+        }
+        return out
+    }
+}
+
+/// Thin edges of a working-scale picture: smoothing, Sobel gradients, non-maximum suppression along
+/// the gradient and hysteresis between two thresholds (in grey levels per pixel).
+struct EdgeMap {
+    let width: Int
+    let height: Int
+    /// Gradient components (grey levels per pixel) after smoothing.
+    var gx: [Float]
+    var gy: [Float]
+    /// 1 where a thin edge passed hysteresis.
+    var isEdge: [UInt8]
+
+    static let highThreshold: Float = 4
+    static let lowThreshold: Float = 2
+
+    init(_ plane: Plane) {
+        width = plane.width
+        height = plane.height
+        let smooth = Self.binomial(plane)
+        let w = plane.width, h = plane.height
+        var gx = [Float](repeating: 0, count: w * h)
+        var gy = gx
+        var magnitude = gx
+        if w >= 3 && h >= 3 {
+            smooth.pixels.withUnsafeBufferPointer { p in
+                gx.withUnsafeMutableBufferPointer { gxs in
+                    gy.withUnsafeMutableBufferPointer { gys in
+                        magnitude.withUnsafeMutableBufferPointer { m in
+                            for y in 1..<(h - 1) {
+                                for x in 1..<(w - 1) {
+                                    let i = y * w + x
+                                    let dx = (p[i - w + 1] + 2 * p[i + 1] + p[i + w + 1]) - (p[i - w - 1] + 2 * p[i - 1] + p[i + w - 1])
+                                    let dy = (p[i + w - 1] + 2 * p[i + w] + p[i + w + 1]) - (p[i - w - 1] + 2 * p[i - w] + p[i - w + 1])
+                                    gxs[i] = dx / 8
+                                    gys[i] = dy / 8
+                                    m[i] = (gxs[i] * gxs[i] + gys[i] * gys[i]).squareRoot()
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        isEdge = Self.thinEdges(magnitude: magnitude, gx: gx, gy: gy, width: w, height: h)
+        self.gx = gx
+        self.gy = gy
+    }
+
+    /// [1 2 1] / 4 in both directions, edges clamped.
+    static func binomial(_ plane: Plane) -> Plane {
+        let w = plane.width, h = plane.height
+        var across = Plane(width: w, height: h)
+        var out = Plane(width: w, height: h)
+        plane.pixels.withUnsafeBufferPointer { p in
+            across.pixels.withUnsafeMutableBufferPointer { a in
+                for y in 0..<h {
+                    let row = y * w
+                    for x in 0..<w {
+                        a[row + x] = (p[row + max(x - 1, 0)] + 2 * p[row + x] + p[row + min(x + 1, w - 1)]) / 4
+                    }
+                }
+            }
+        }
+        across.pixels.withUnsafeBufferPointer { p in
+            out.pixels.withUnsafeMutableBufferPointer { o in
+                for y in 0..<h {
+                    let up = max(y - 1, 0) * w, row = y * w, down = min(y + 1, h - 1) * w
+                    for x in 0..<w { o[row + x] = (p[up + x] + 2 * p[row + x] + p[down + x]) / 4 }
+                }
+            }
+        }
+        return out
+    }
+
+    /// Non-maximum suppression across the edge, then hysteresis from strong pixels through weak ones.
+    static func thinEdges(magnitude m: [Float], gx: [Float], gy: [Float], width w: Int, height h: Int) -> [UInt8] {
+        var state = [UInt8](repeating: 0, count: w * h)   // 0 none, 1 weak, 2 strong
+        var stack: [Int] = []
+        guard w >= 3 && h >= 3 else { return state }
+        for y in 1..<(h - 1) {
+            for x in 1..<(w - 1) {
+                let i = y * w + x, v = m[i]
+                guard v >= lowThreshold else { continue }
+                let ax = abs(gx[i]), ay = abs(gy[i])
+                let step: Int
+                if ax > 2.414 * ay { step = 1 } else if ay > 2.414 * ax { step = w } else { step = (gx[i] * gy[i] > 0) ? w + 1 : w - 1 }
+                guard v > m[i - step] && v >= m[i + step] else { continue }
+                if v >= highThreshold { state[i] = 2; stack.append(i) } else { state[i] = 1 }
+            }
+        }
+        let neighbours = [-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1]
+        while let i = stack.popLast() {
+            for step in neighbours {
+                let j = i + step
+                if state[j] == 1 { state[j] = 2; stack.append(j) }
+            }
+        }
+        return state.map { $0 == 2 ? 1 : 0 }
+    }
+}

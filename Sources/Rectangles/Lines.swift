@@ -1,0 +1,147 @@
+import Foundation
+import Imaging
+
+/// A straight edge at the working scale: a least-squares line through edge pixels and the extent
+/// they cover along it.
+struct Line {
+    /// Sums for the least-squares fit.
+    var n = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0, syy = 0.0
+    /// A point on the line, its unit direction, and the covered interval along the direction.
+    var center = Point(x: 0, y: 0), direction = Point(x: 1, y: 0)
+    var start = 0.0, end = 0.0
+    /// Total length of the segments merged into this line (occluded gaps do not count).
+    var support = 0.0
+
+    var normal: Point { Point(x: -direction.y, y: direction.x) }
+    var length: Double { end - start }
+
+    mutating func add(_ p: Point) {
+        n += 1; sx += p.x; sy += p.y; sxx += p.x * p.x; sxy += p.x * p.y; syy += p.y * p.y
+    }
+
+    mutating func absorb(_ other: Line) {
+        n += other.n; sx += other.sx; sy += other.sy; sxx += other.sxx; sxy += other.sxy; syy += other.syy
+        let ends = [other.point(at: other.start), other.point(at: other.end), point(at: start), point(at: end)]
+        support += other.support
+        fit()
+        let ts = ends.map { position(of: $0) }
+        start = ts.min()!
+        end = ts.max()!
+    }
+
+    /// Refits centre and direction from the sums (principal axis of the scatter).
+    mutating func fit() {
+        let cx = sx / n, cy = sy / n
+        let a = sxx / n - cx * cx, b = sxy / n - cx * cy, c = syy / n - cy * cy
+        let angle = 0.5 * atan2(2 * b, a - c)
+        center = Point(x: cx, y: cy)
+        direction = Point(x: cos(angle), y: sin(angle))
+    }
+
+    func position(of p: Point) -> Double { (p.x - center.x) * direction.x + (p.y - center.y) * direction.y }
+    func distance(to p: Point) -> Double { abs((p.x - center.x) * normal.x + (p.y - center.y) * normal.y) }
+    func point(at t: Double) -> Point { Point(x: center.x + direction.x * t, y: center.y + direction.y * t) }
+
+    /// Where this line crosses `other`; nil when they are nearly parallel.
+    func intersection(with other: Line) -> Point? {
+        let det = direction.x * other.direction.y - direction.y * other.direction.x
+        guard abs(det) > 1e-6 else { return nil }
+        let dx = other.center.x - center.x, dy = other.center.y - center.y
+        let t = (dx * other.direction.y - dy * other.direction.x) / det
+        return point(at: t)
+    }
+}
+
+/// Edge chains split into straight segments, merged into lines.
+enum LineFinder {
+    /// Lines with at least `minimumLength` / 3 pixels of support, longest support first.
+    static func lines(in edges: EdgeMap, minimumLength: Double) -> [Line] {
+        var segments: [Line] = []
+        for chain in chains(in: edges) {
+            split(chain, from: 0, to: chain.count - 1, into: &segments)
+        }
+        segments.sort { $0.support > $1.support }
+        var merged: [Line] = []
+        for segment in segments {
+            // Collinear, and the gap between them no longer than the shorter piece: a side broken by
+            // an occluder or a shadow, not unrelated clutter that happens to line up.
+            if let index = merged.firstIndex(where: { line in
+                guard abs(line.direction.x * segment.direction.x + line.direction.y * segment.direction.y) > cos(6 * .pi / 180),
+                      line.distance(to: segment.point(at: segment.start)) < 2.5,
+                      line.distance(to: segment.point(at: segment.end)) < 2.5 else { return false }
+                let ends = [line.position(of: segment.point(at: segment.start)), line.position(of: segment.point(at: segment.end))]
+                let gap = max(0, ends.min()! - line.end, line.start - ends.max()!)
+                return gap <= min(line.length, segment.length) + 2
+            }) {
+                merged[index].absorb(segment)
+            } else {
+                merged.append(segment)
+            }
+        }
+        return merged.filter { $0.support >= minimumLength / 3 }.sorted { $0.support > $1.support }
+    }
+
+    static let minimumSegment = 6
+
+    /// Douglas-Peucker: a run of chain points within 1.2 px of the chord becomes a segment.
+    static func split(_ chain: [Point], from first: Int, to last: Int, into segments: inout [Line]) {
+        guard last - first + 1 >= minimumSegment else { return }
+        let a = chain[first], b = chain[last]
+        let dx = b.x - a.x, dy = b.y - a.y, length = max(1e-9, (dx * dx + dy * dy).squareRoot())
+        var worst = 0.0, worstIndex = first
+        for index in (first + 1)..<last {
+            let d = abs((chain[index].x - a.x) * dy - (chain[index].y - a.y) * dx) / length
+            if d > worst { worst = d; worstIndex = index }
+        }
+        if worst > 1.2 {
+            split(chain, from: first, to: worstIndex, into: &segments)
+            split(chain, from: worstIndex, to: last, into: &segments)
+            return
+        }
+        var line = Line()
+        for index in first...last { line.add(chain[index]) }
+        line.fit()
+        line.start = line.position(of: a)
+        line.end = line.position(of: b)
+        if line.start > line.end { swap(&line.start, &line.end) }
+        line.support = line.length
+        segments.append(line)
+    }
+
+    /// Ordered runs of 8-connected edge pixels, traced both ways from each unvisited pixel.
+    static func chains(in edges: EdgeMap) -> [[Point]] {
+        let w = edges.width, h = edges.height
+        var visited = edges.isEdge.map { $0 == 0 }
+        var chains: [[Point]] = []
+        // Neighbours in circular order so that "continue straight" is a small index distance.
+        let dx = [1, 1, 0, -1, -1, -1, 0, 1], dy = [0, 1, 1, 1, 0, -1, -1, -1]
+        func walk(from start: Int, heading initial: Int?) -> [Int] {
+            var path: [Int] = []
+            var current = start, heading = initial
+            while true {
+                let x = current % w, y = current / w
+                var best = -1, bestTurn = 9
+                for k in 0..<8 {
+                    let nx = x + dx[k], ny = y + dy[k]
+                    guard nx >= 0, ny >= 0, nx < w, ny < h, !visited[ny * w + nx] else { continue }
+                    let turn = heading.map { min((k - $0 + 8) % 8, ($0 - k + 8) % 8) } ?? (k % 2)
+                    if turn < bestTurn { bestTurn = turn; best = k }
+                }
+                guard best >= 0, bestTurn <= 2 else { return path }
+                current = (y + dy[best]) * w + x + dx[best]
+                visited[current] = true
+                heading = best
+                path.append(current)
+            }
+        }
+        for start in 0..<(w * h) where !visited[start] {
+            visited[start] = true
+            let forward = walk(from: start, heading: nil)
+            let backward = walk(from: start, heading: nil)
+            let indices = backward.reversed() + [start] + forward
+            guard indices.count >= LineFinder.minimumSegment else { continue }
+            chains.append(indices.map { Point(x: Double($0 % w), y: Double($0 / w)) })
+        }
+        return chains
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Imaging
+import Media
+import Rectangles
+import Testing
+import TestSupport
+
+/// Pictures drawn by OpenCV with known corners (scripts/make_rectangle_fixtures.py).
+enum Drawn {
+    static let folder = Fixtures.generated.appendingPathComponent("rectangles-unit")
+
+    static func picture(_ name: String) throws -> Image {
+        try ImageFile.decode(folder.appendingPathComponent("\(name).png").path).upright
+    }
+
+    /// True corners of each rectangle in `name`, in drawing order.
+    static func corners(_ name: String) throws -> [[Point]] {
+        let truth = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("truth.json"))) as! [String: [[[Double]]]]
+        return truth[name]!.map { quad in quad.map { Point(x: $0[0], y: $0[1]) } }
+    }
+
+    /// Largest distance between matching corners, trying every starting corner of `truth` in both
+    /// directions (a mirror reverses the order).
+    static func error(_ found: [Point], _ truth: [Point]) -> Double {
+        [truth, truth.reversed()].flatMap { order in
+            (0..<4).map { shift in (0..<4).map { found[$0].distance(to: order[($0 + shift) % 4]) }.max()! }
+        }.min()!
+    }
+}
+
+@Suite struct RectangleOptionTests {
+    static func detect(_ name: String, _ options: RectangleDetector.Options) throws -> [RectangleObservation] {
+        try RectangleDetector(options: options).detect(in: try Drawn.picture(name))
+    }
+
+    @Test func findsCornersWithinAQuarterPixel() throws {
+        for name in ["aspect-050", "square", "rhombus-70", "size-030"] {
+            let found = try Self.detect(name, .init(minimumAspectRatio: 0.3, quadratureTolerance: 30, minimumSize: 0.1))
+            let truth = try Drawn.corners(name)[0]
+            #expect(found.count == 1, "\(name)")
+            if let first = found.first { #expect(Drawn.error(first.corners, truth) < 0.25, "\(name): \(first.corners) vs \(truth)") }
+        }
+    }
+
+    @Test func aspectRatioBoundsAdmitAndRejectAHalfRectangle() throws {
+        #expect(try Self.detect("aspect-050", .init(minimumAspectRatio: 0.45, minimumSize: 0.1)).count == 1)
+        #expect(try Self.detect("aspect-050", .init(minimumAspectRatio: 0.55, minimumSize: 0.1)).isEmpty)
+        #expect(try Self.detect("square", .init(minimumAspectRatio: 0.5, maximumAspectRatio: 1.0, minimumSize: 0.1)).count == 1)
+        #expect(try Self.detect("square", .init(minimumAspectRatio: 0.5, maximumAspectRatio: 0.9, minimumSize: 0.1)).isEmpty)
+    }
+
+    @Test func quadratureToleranceDecidesARhombusWith70DegreeCorners() throws {
+        #expect(try Self.detect("rhombus-70", .init(minimumAspectRatio: 0.3, quadratureTolerance: 22, minimumSize: 0.1)).count == 1)
+        #expect(try Self.detect("rhombus-70", .init(minimumAspectRatio: 0.3, quadratureTolerance: 18, minimumSize: 0.1)).isEmpty)
+    }
+
+    @Test func minimumSizeIsTheShorterSidesShareOfThePicture() throws {
+        // The shorter sides are 0.30 of the picture's shorter side.
+        #expect(try Self.detect("size-030", .init(minimumSize: 0.28)).count == 1)
+        #expect(try Self.detect("size-030", .init(minimumSize: 0.32)).isEmpty)
+    }
+
+    @Test func maximumObservationsLimitsTheStrongestFirst() throws {
+        let truth = try Drawn.corners("three")
+        func matched(_ found: [RectangleObservation]) -> Int {
+            truth.filter { quad in found.contains { Drawn.error($0.corners, quad) < 1 } }.count
+        }
+        let one = try Self.detect("three", .init(minimumAspectRatio: 0.3, minimumSize: 0.1, maximumObservations: 1))
+        let three = try Self.detect("three", .init(minimumAspectRatio: 0.3, minimumSize: 0.1, maximumObservations: 3))
+        let all = try Self.detect("three", .init(minimumAspectRatio: 0.3, minimumSize: 0.1, maximumObservations: 0))
+        #expect(one.count == 1 && matched(one) == 1)
+        #expect(three.count == 3 && matched(three) == 3)
+        #expect(all.count >= 3 && matched(Array(all.prefix(3))) == 3)
+        #expect(zip(all, all.dropFirst()).allSatisfy { $0.confidence >= $1.confidence - 0.3 }, "strongest first")
+    }
+
+    @Test func optionsOutOfRangeAreRefused() {
+        #expect(throws: RectangleDetector.OptionsError.self) { try RectangleDetector(options: .init(quadratureTolerance: 50)) }
+        #expect(throws: RectangleDetector.OptionsError.self) { try RectangleDetector(options: .init(minimumAspectRatio: 0.8, maximumAspectRatio: 0.6)) }
+        #expect(throws: RectangleDetector.OptionsError.self) { try RectangleDetector(options: .init(maximumObservations: -1)) }
+    }
+}
+
+@Suite struct RectangleOrientationTests {
+    /// For each EXIF orientation, detecting on stored pixels with that orientation gives the corners
+    /// found on the picture turned upright, in the same display order.
+    @Test(arguments: Orientation.allCases)
+    func cornersFollowTheDisplayedPicture(_ orientation: Orientation) throws {
+        let stored = try Drawn.picture("aspect-050")
+        let detector = try RectangleDetector(options: .init(minimumAspectRatio: 0.3, minimumSize: 0.1))
+        let viaOrientation = try #require(detector.detect(in: stored, orientation: orientation).first)
+        let upright = try #require(detector.detect(in: stored.oriented(orientation)).first)
+        #expect(viaOrientation.imageSize == orientation.uprightSize(stored.size))
+        for (a, b) in zip(viaOrientation.corners, upright.corners) { #expect(a.distance(to: b) < 0.05, "\(a) vs \(b)") }
+        // Display order: clockwise (y down) from the corner with the least x + y.
+        let c = viaOrientation.corners
+        #expect(c.indices.allSatisfy { c[0].x + c[0].y <= c[$0].x + c[$0].y })
+        let turns = (0..<4).map { i -> Double in
+            let u = c[(i + 1) % 4] - c[i], v = c[(i + 2) % 4] - c[(i + 1) % 4]
+            return u.x * v.y - u.y * v.x
+        }
+        #expect(turns.allSatisfy { $0 > 0 }, "clockwise as displayed")
+        // Stored corners map back onto the drawn rectangle.
+        let back = orientation.map(from: stored.size).inverted
+        #expect(Drawn.error(c.map { back.apply($0) }, try Drawn.corners("aspect-050")[0]) < 0.25)
+    }
+}
+
+@Suite struct RectifyTests {
+    /// page-warped.png is OpenCV's warpPerspective of page-texture.png; rectifying the found page
+    /// gives the texture back.
+    @Test func rectifiedPageMatchesTheOriginalTexture() throws {
+        let picture = try Drawn.picture("page-warped")
+        let texture = try Drawn.picture("page-texture")
+        let page = try #require(try RectangleDetector(options: .init(minimumAspectRatio: 0.3, quadratureTolerance: 30)).detect(in: picture).first)
+        #expect(Drawn.error(page.corners, try Drawn.corners("page-warped")[0]) < 0.5)
+        let flat = page.rectified(from: picture).resized(to: texture.size)
+        let difference = zip(flat.data, texture.data).map { abs(Int($0) - Int($1)) }
+        let mean = Double(difference.reduce(0, +)) / Double(difference.count)
+        #expect(mean < 6, "mean difference \(mean) levels")
+    }
+
+    @Test func homographyMapsTheFourPointsExactly() throws {
+        let from = [Point(x: 0, y: 0), Point(x: 10, y: 0), Point(x: 10, y: 5), Point(x: 0, y: 5)]
+        let to = [Point(x: 3, y: 2), Point(x: 40, y: 7), Point(x: 35, y: 30), Point(x: 1, y: 22)]
+        let map = try #require(Homography(from: from, to: to))
+        for (p, q) in zip(from, to) { #expect(map.apply(p).distance(to: q) < 1e-9) }
+        let collinear = [Point(x: 0, y: 0), Point(x: 1, y: 0), Point(x: 2, y: 0), Point(x: 3, y: 0)]
+        #expect(Homography(from: collinear, to: to) == nil)
+    }
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Scores `spotter rectangles` (and, with --peer, the OpenCV recipe in peer_rectangles.py) on the
+set make_rectangle_set.py renders: recall, mean corner error as a share of the rectangle's diagonal,
+false rectangles per picture, detection time.
+
+A true rectangle counts as found when the first rectangle reported for its picture has every corner
+within 5% of the diagonal of the true one (in the reported order; the peer's corners in the best
+cyclic order). Says whether Spotter meets the bar of issue 12 (recall 0.95, mean corner error 1.5%,
+0.1 false rectangles per empty picture) and exits non-zero when it falls below the floor given by
+--floor (default: that bar), which the test run sets to today's level as a regression guard.
+
+Usage: check_rectangles.py SPOTTER SET_DIR [--peer] [--limit N] [--floor RECALL,ERROR,FALSE]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+OPTIONS = {"minimum_aspect": 0.3, "maximum_aspect": 1.0, "tolerance": 40.0, "minimum_size": 0.2, "maximum": 1}
+
+
+def score(truth, results, any_order):
+    found, errors, false_on_empty, false_on_rect, empty = 0, [], 0, 0, 0
+    for picture in truth:
+        reported = results.get(picture["image"], [])
+        if not picture["corners"]:
+            empty += 1
+            false_on_empty += len(reported)
+            continue
+        true = np.array(picture["corners"]) + 0.5  # OpenCV centres pixels at integers; we at +0.5
+        diagonal = max(np.linalg.norm(true[2] - true[0]), np.linalg.norm(true[3] - true[1]))
+        matched = False
+        for index, quad in enumerate(reported):
+            quad = np.array(quad)
+            shifts = range(4) if any_order else [0]
+            distances = min((np.linalg.norm(np.roll(quad, -s, axis=0) - true, axis=1) for s in shifts),
+                            key=lambda d: d.mean())
+            if index == 0 and distances.max() <= 0.05 * diagonal:
+                found += 1
+                errors.append(distances.mean() / diagonal)
+                matched = True
+            elif not matched:
+                false_on_rect += 1
+    total = len(truth) - empty
+    return {"recall": found / max(1, total), "corner_error": float(np.mean(errors)) if errors else float("nan"),
+            "false_per_empty": false_on_empty / max(1, empty), "false_per_rect_picture": false_on_rect / max(1, total),
+            "found": found, "total": total}
+
+
+def run_spotter(spotter, folder, names):
+    command = [spotter, "rectangles", "--json", "--minimum-aspect-ratio", str(OPTIONS["minimum_aspect"]),
+               "--quadrature-tolerance", str(OPTIONS["tolerance"]), "--minimum-size", str(OPTIONS["minimum_size"])]
+    output = subprocess.run(command + [os.path.join(folder, n) for n in names], capture_output=True, text=True)
+    if output.returncode != 0:
+        sys.exit(f"check_rectangles: spotter failed: {output.stderr[-2000:]}")
+    results, times = {}, {}
+    for line in output.stdout.splitlines():
+        row = json.loads(line)
+        name = os.path.basename(row["image"])
+        results[name] = [r["corners"] for r in row["rectangles"]]
+        times[name] = row["milliseconds"]
+    return results, times
+
+
+def run_peer(folder, names):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cv2
+    import peer_rectangles
+    cv2.setNumThreads(1)
+    results, times = {}, {}
+    for name in names:
+        image = cv2.imread(os.path.join(folder, name), cv2.IMREAD_COLOR)
+        start = time.perf_counter()
+        quads = peer_rectangles.detect(image, OPTIONS["minimum_aspect"], OPTIONS["maximum_aspect"], OPTIONS["tolerance"],
+                                       OPTIONS["minimum_size"], OPTIONS["maximum"])
+        times[name] = (time.perf_counter() - start) * 1000
+        results[name] = [q.tolist() for q in quads]
+    return results, times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("spotter")
+    parser.add_argument("folder")
+    parser.add_argument("--peer", action="store_true", help="also score the OpenCV recipe")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--misses", action="store_true", help="list the pictures Spotter gets wrong")
+    parser.add_argument("--floor", default="0.95,0.015,0.1", help="least recall, most corner error, most false per empty picture")
+    args = parser.parse_args()
+    truth = json.load(open(os.path.join(args.folder, "truth.json")))["pictures"]
+    if args.limit:
+        truth = truth[:args.limit]
+    names = [p["image"] for p in truth]
+    rows = [("spotter", *run_spotter(args.spotter, args.folder, names), False)]
+    if args.peer:
+        rows.append(("opencv peer", *run_peer(args.folder, names), True))
+    hd = [p["image"] for p in truth if (p["width"], p["height"]) == (1280, 720)]
+    print(f"{'':12} {'recall':>7} {'corner err':>10} {'false/empty':>11} {'false/rect pic':>14} {'median ms':>9} {'1280x720 ms':>11}")
+    scores = {}
+    for label, results, times, any_order in rows:
+        s = score(truth, results, any_order)
+        scores[label] = s
+        print(f"{label:12} {s['recall']:7.3f} {100 * s['corner_error']:9.2f}% {s['false_per_empty']:11.3f} "
+              f"{s['false_per_rect_picture']:14.3f} {np.median(list(times.values())):9.2f} {np.median([times[n] for n in hd]) if hd else float('nan'):11.2f}")
+    if args.misses:
+        results = rows[0][1]
+        for picture in truth:
+            one = score([picture], results, False)
+            if (picture["corners"] and one["found"] == 0) or (not picture["corners"] and one["false_per_empty"] > 0):
+                print("miss", picture["image"])
+    s = scores["spotter"]
+    recall, error, false = (float(v) for v in args.floor.split(","))
+    bar = s["recall"] >= 0.95 and s["corner_error"] <= 0.015 and s["false_per_empty"] <= 0.1
+    ok = s["recall"] >= recall and s["corner_error"] <= error and s["false_per_empty"] <= false
+    print(f"{'passed' if ok else 'FAILED'}: {s['found']} of {s['total']} rectangles found on {len(truth)} pictures "
+          f"(floor recall {recall}, corner error {100 * error}%, {false} false per empty picture); "
+          f"issue 12's bar (0.95, 1.5%, 0.1) {'met' if bar else 'not met yet'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
