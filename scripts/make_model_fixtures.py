@@ -25,7 +25,8 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite")}
+MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite"),
+          "yolov8n": os.path.join(SHARED, "models", "yolov8n", "yolov8n_full_integer_quant.tflite")}
 PICTURES = ["coffee", "astronaut"]
 ALL_PICTURES = ["astronaut", "coffee", "chelsea", "camera", "page"]
 

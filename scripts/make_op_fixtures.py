@@ -295,6 +295,21 @@ def strided_slice(case, type, shape, begin, end, strides, out_shape, **masks):
                                     options("StridedSliceOptions", **fields), None)])
 
 
+def sub(case, type, act, left_shape, right_shape):
+    q = lambda s, z: {} if type == TT.FLOAT32 else {"scale": s, "zp": z if type == TT.UINT8 else z - 128}
+    a, b = T(left_shape, type, **q(0.02, 128)), T(right_shape, type, **q(0.05, 100))
+    out_shape = list(np.broadcast_shapes(tuple(left_shape), tuple(right_shape)))
+    save(case, [a, b, T(out_shape, type, **q(0.06, 125))], [0, 1], [2],
+         [(Op.SUB, None, [0, 1], [2], Opt.SubOptions, options("SubOptions", FusedActivationFunction=act), None)])
+
+
+def transpose(case, type, shape, perm):
+    q = {} if type == TT.FLOAT32 else {"scale": 0.05, "zp": 3 if type == TT.INT8 else 130}
+    out_shape = [shape[p] for p in perm]
+    tensors = [T(shape, type, **q), T([len(perm)], TT.INT32, data=np.array(perm, np.int32)), T(out_shape, type, **q)]
+    save(case, tensors, [0], [2], [(Op.TRANSPOSE, None, [0, 1], [2], Opt.TransposeOptions, options("TransposeOptions"), None)])
+
+
 def pool(case, code, type, padding):
     q = {} if type == TT.FLOAT32 else {"scale": 0.03, "zp": 7 if type == TT.INT8 else 135}
     shape_out = [1, 3, 3, 3] if padding == Padding.SAME else [1, 2, 2, 3]
@@ -406,6 +421,12 @@ def main():
     strided_slice("strided_slice_float32_negative_indices", TT.FLOAT32, [6, 10], [-5, -1], [-1, -11], [2, -2], [2, 5])
     strided_slice("strided_slice_int8_shrink_axis", TT.INT8, [2, 5, 6], [1, 0, 2], [2, 5, 5], [1, 1, 1], [5, 3], ShrinkAxisMask=1)
     strided_slice("strided_slice_float32_short_indices", TT.FLOAT32, [3, 4, 5], [1], [3], [1], [2, 4, 5])
+    for type, tag in [(TT.UINT8, "uint8"), (TT.INT8, "int8"), (TT.FLOAT32, "float32")]:
+        sub(f"sub_{tag}_broadcast", type, Act.NONE, [1, 4, 4, 3], [1, 1, 1, 3])
+        sub(f"sub_{tag}_relu_left_broadcast", type, Act.RELU, [1, 1, 4, 1], [1, 3, 4, 2])
+        transpose(f"transpose_{tag}_yolo_head", type, [1, 84, 40], [0, 2, 1])
+    transpose("transpose_int8_rank4", TT.INT8, [2, 3, 4, 5], [3, 1, 0, 2])
+    transpose("transpose_float32_rank5", TT.FLOAT32, [2, 1, 3, 2, 4], [4, 2, 0, 3, 1])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

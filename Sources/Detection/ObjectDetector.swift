@@ -125,6 +125,27 @@ public final class ObjectDetector {
     private let interpreter: Interpreter
     private let inputType: TensorType
     private let inputQuantization: Quantization?
+    /// For int8 inputs whose quantization is not pixel - 128: the byte for each channel and pixel
+    /// value (3 x 256), quantizing pixel / 255 (or the normalization's (pixel - mean) / std).
+    private let int8InputTable: [UInt8]?
+
+    /// nil when the input takes pixel - 128 (scale 1/255, zero point -128, no normalization).
+    static func int8Table(_ quantization: Quantization?, normalization: Normalization?) -> [UInt8]? {
+        guard let quantization, let scale = quantization.scales.first, scale > 0 else { return nil }
+        let zeroPoint = Float(quantization.zeroPoints.first ?? 0)
+        if normalization == nil, abs(scale - 1 / 255) < 1e-6, zeroPoint == -128 { return nil }
+        var table = [UInt8](repeating: 0, count: 3 * 256)
+        for channel in 0..<3 {
+            let mean = normalization.map { $0.mean[$0.mean.count == 3 ? channel : 0] } ?? 0
+            let std = normalization.map { $0.std[$0.std.count == 3 ? channel : 0] } ?? 255
+            for pixel in 0..<256 {
+                // Round half to even, as NumPy and TFLite's converter do.
+                let q = ((Float(pixel) - mean) / std / scale).rounded(.toNearestOrEven) + zeroPoint
+                table[channel * 256 + pixel] = UInt8(bitPattern: Int8(min(127, max(-128, q))))
+            }
+        }
+        return table
+    }
     private let normalization: Normalization?
     private let layout: Layout
     /// The output layouts the detector decodes.
@@ -168,6 +189,7 @@ public final class ObjectDetector {
         inputQuantization = input.quantization
         normalization = options.normalization ?? model.metadata?.inputNormalization
         if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
+        int8InputTable = input.type == .int8 ? Self.int8Table(input.quantization, normalization: normalization) : nil
         if let yolo = YOLOLayout(model: model, interpreter: interpreter) {
             layout = .yolo(yolo)
             if labels == nil, yolo.classCount == 80 { labels = Labels.coco80 }
@@ -221,7 +243,11 @@ public final class ObjectDetector {
             case .uint8:
                 buffer.copyBytes(from: bytes)
             case .int8:
-                for i in bytes.indices { buffer[i] = bytes[i] ^ 0x80 }
+                if let table = int8InputTable {
+                    for i in bytes.indices { buffer[i] = table[(i % 3) * 256 + Int(bytes[i])] }
+                } else {
+                    for i in bytes.indices { buffer[i] = bytes[i] ^ 0x80 }
+                }
             default:
                 let floats = buffer.bindMemory(to: Float.self)
                 let mean = normalization?.mean ?? [0], std = normalization?.std ?? [1]

@@ -84,13 +84,39 @@ public final class Model: Sendable {
             .filter { $0.type == .tensorValueLabels || $0.type == .tensorAxisLabels }
         for file in labelFiles {
             if let data = associatedFiles[file.name] {
-                return String(decoding: data, as: UTF8.self)
+                let text = String(decoding: data, as: UTF8.self)
+                // Ultralytics exports attach their settings (a Python dict) as the label file.
+                if text.hasPrefix("{") { return Self.ultralyticsNames(text) }
+                return text
                     .split(separator: "\n", omittingEmptySubsequences: false)
                     .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
                     .reversed().drop(while: \.isEmpty).reversed()
             }
         }
         return nil
+    }
+}
+
+extension Model {
+    /// Class names from the `'names': {0: 'person', 1: 'bicycle', ...}` entry of an Ultralytics
+    /// metadata dict (Python's repr: single quotes, or double quotes around names with a `'`); nil
+    /// when there is none or the indices are not 0, 1, 2...
+    static func ultralyticsNames(_ text: String) -> [String]? {
+        guard let start = text.range(of: "'names': {") else { return nil }
+        var names: [String] = []
+        var rest = text[start.upperBound...]
+        while true {
+            rest = rest.drop { $0 == " " || $0 == "," }
+            guard let colon = rest.firstIndex(of: ":"), let index = Int(rest[..<colon].trimmingCharacters(in: .whitespaces)),
+                  index == names.count else { break }
+            rest = rest[rest.index(after: colon)...].drop { $0 == " " }
+            guard let quote = rest.first, quote == "'" || quote == "\"" else { break }
+            rest = rest.dropFirst()
+            guard let end = rest.firstIndex(of: quote) else { break }
+            names.append(String(rest[..<end]))
+            rest = rest[rest.index(after: end)...]
+        }
+        return names.isEmpty ? nil : names
     }
 }
 
@@ -277,7 +303,7 @@ private struct ModelParser {
     private static let expectedOptions: [BuiltinOperator: Int] = [
         .conv2D: 1, .depthwiseConv2D: 2, .averagePool2D: 5, .maxPool2D: 5, .fullyConnected: 8, .softmax: 9,
         .concatenation: 10, .add: 11, .resizeBilinear: 15, .reshape: 17, .mul: 21, .squeeze: 30,
-        .resizeNearestNeighbor: 74, .stridedSlice: 32,
+        .resizeNearestNeighbor: 74, .stridedSlice: 32, .sub: 28,
     ]
 
     func parseOptions(_ table: FlatTable?, type: Int, code: BuiltinOperator, operatorIndex: Int) throws -> BuiltinOptions {
@@ -340,6 +366,8 @@ private struct ModelParser {
             return .add(activation: try activation(0))
         case .mul:
             return .mul(activation: try activation(0))
+        case .sub:
+            return .sub(activation: try activation(0))
         case .reshape:
             return .reshape(newShape: try table?.int32s(0, "new_shape")?.map(Int.init))
         case .stridedSlice:

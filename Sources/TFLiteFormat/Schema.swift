@@ -106,6 +106,8 @@ public struct BuiltinOperator: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let custom = Self(rawValue: 32)
     public static let pad = Self(rawValue: 34)
     public static let stridedSlice = Self(rawValue: 45)
+    public static let transpose = Self(rawValue: 39)
+    public static let sub = Self(rawValue: 41)
     public static let squeeze = Self(rawValue: 43)
     public static let resizeNearestNeighbor = Self(rawValue: 97)
     public static let quantize = Self(rawValue: 114)
@@ -204,6 +206,7 @@ public enum BuiltinOptions: Sendable, Equatable {
     case concatenation(axis: Int, activation: FusedActivation)
     case add(activation: FusedActivation)
     case mul(activation: FusedActivation)
+    case sub(activation: FusedActivation)
     case reshape(newShape: [Int]?)
     case resizeBilinear(ResizeOptions)
     case resizeNearestNeighbor(ResizeOptions)
@@ -217,7 +220,7 @@ public enum BuiltinOptions: Sendable, Equatable {
         switch self {
         case .conv2D(let o), .depthwiseConv2D(let o): return o.activation
         case .pool2D(let o): return o.activation
-        case .fullyConnected(let a, _, _), .concatenation(_, let a), .add(let a), .mul(let a): return a
+        case .fullyConnected(let a, _, _), .concatenation(_, let a), .add(let a), .mul(let a), .sub(let a): return a
         default: return .none
         }
     }

@@ -7,8 +7,8 @@ import TFLiteFormat
 /// The shared models beyond the SSD detector against LiteRT's own outputs
 /// (fixtures-generated/models, made by scripts/make_model_fixtures.py).
 @Suite struct SharedModelTests {
-    static let cases = ["yolov5n/coffee", "yolov5n/astronaut"]
-    static let models = ["yolov5n": "yolov5n/yolov5n-int8.tflite"]
+    static let cases = ["yolov5n/coffee", "yolov5n/astronaut", "yolov8n/coffee", "yolov8n/astronaut"]
+    static let models = ["yolov5n": "yolov5n/yolov5n-int8.tflite", "yolov8n": "yolov8n/yolov8n_full_integer_quant.tflite"]
 
     static func run(_ name: String, backend: Interpreter.Options.Backend) throws -> (output: [UInt8], ref: [UInt8], xnnpack: [UInt8]) {
         let model = String(name.split(separator: "/")[0])
@@ -21,11 +21,22 @@ import TFLiteFormat
                 try Fixtures.npy(folder.appendingPathComponent("xnnpack.npy")).data)
     }
 
+    /// Models whose int8 SOFTMAX LiteRT computes in float (a float exp table and a float sum, summed
+    /// in its compiled order): a probability landing on a rounding boundary can come out one step
+    /// apart. yolov8n's distribution-focal-loss head has 537,600 of them; 4 differ by one step.
+    static let floatSoftmax: Set<String> = ["yolov8n"]
+
     @Test("reference backend equals LiteRT's reference kernels", arguments: cases)
     func referenceBackendEqualsLiteRT(_ name: String) throws {
         let (output, ref, _) = try Self.run(name, backend: .reference)
         #expect(output.count == ref.count)
-        #expect(output == ref, "\(zip(output, ref).filter { $0 != $1 }.count) of \(ref.count) bytes differ")
+        let differences = zip(output, ref).map { abs(Int($0) - Int($1)) }.filter { $0 > 0 }
+        if Self.floatSoftmax.contains(String(name.split(separator: "/")[0])) {
+            #expect(differences.count <= ref.count / 10_000 && differences.allSatisfy { $0 <= 1 },
+                    "\(differences.count) of \(ref.count) bytes differ, by up to \(differences.max() ?? 0)")
+        } else {
+            #expect(differences.isEmpty, "\(differences.count) of \(ref.count) bytes differ")
+        }
     }
 
     @Test("XNNPACK backend differs from the reference kernels no more than LiteRT's XNNPACK does", arguments: cases)

@@ -77,9 +77,19 @@ extension Broadcast {
     }
 }
 
-/// ADD and MUL.
+/// ADD, SUB and MUL.
 final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
-    enum Operation { case add, mul }
+    enum Operation {
+        case add, sub, mul
+
+        init<U>(_ other: Arithmetic<U>.Operation) {
+            switch other {
+            case .add: self = .add
+            case .sub: self = .sub
+            case .mul: self = .mul
+            }
+        }
+    }
 
     let operation: Operation
     let left, right, output: Int
@@ -105,11 +115,13 @@ final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
         outputOffset = o.zeroPoint
         range = FixedPoint.activationRange(activation, scale: o.scale, zeroPoint: o.zeroPoint, type: ctx.type(output))
         switch operation {
-        case .add:
+        case .add, .sub:
             let twiceMax = 2 * Double(max(l.scale, r.scale))
             leftMultiplier = FixedPoint.Multiplier(Double(l.scale) / twiceMax)
             rightMultiplier = FixedPoint.Multiplier(Double(r.scale) / twiceMax)
             outputMultiplier = FixedPoint.Multiplier(twiceMax / (Double(1 << Self.leftShift) * Double(o.scale)))
+            // TFLite's 8-bit SUB is its ADD with the second input's multiplier negated (sub.cc).
+            if operation == .sub { rightMultiplier.significand = -rightMultiplier.significand }
         case .mul:
             outputMultiplier = FixedPoint.Multiplier(Double(l.scale) * Double(r.scale) / Double(o.scale))
         }
@@ -122,7 +134,7 @@ final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
             let y = Int32(b[broadcast.right(i)]) &+ rightOffset
             var value: Int32
             switch operation {
-            case .add:
+            case .add, .sub:
                 let sx = FixedPoint.multiply(x &* (1 << Self.leftShift), leftMultiplier)
                 let sy = FixedPoint.multiply(y &* (1 << Self.leftShift), rightMultiplier)
                 value = FixedPoint.multiply(sx &+ sy, outputMultiplier) &+ outputOffset
@@ -134,7 +146,7 @@ final class Arithmetic<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
     }
 }
 
-/// ADD and MUL on float32.
+/// ADD, SUB and MUL on float32.
 final class FloatArithmetic: Kernel {
     let operation: Arithmetic<Int8>.Operation
     let left, right, output: Int
@@ -156,7 +168,12 @@ final class FloatArithmetic: Kernel {
         let a = memory.typed(left, Float.self), b = memory.typed(right, Float.self), dst = memory.typed(output, Float.self)
         for i in 0..<count {
             let x = a[broadcast.left(i)], y = b[broadcast.right(i)]
-            let value = operation == .add ? x + y : x * y
+            let value: Float
+            switch operation {
+            case .add: value = x + y
+            case .sub: value = x - y
+            case .mul: value = x * y
+            }
             dst[i] = min(max(value, clamp.min), clamp.max)
         }
     }

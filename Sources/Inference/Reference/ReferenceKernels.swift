@@ -10,6 +10,8 @@ enum ReferenceKernels {
         "FULLY_CONNECTED": "float32, uint8, int8",
         "ADD": "float32, uint8, int8",
         "MUL": "float32, uint8, int8",
+        "SUB": "float32, uint8, int8",
+        "TRANSPOSE": "any (constant permutation, rank up to 6)",
         "AVERAGE_POOL_2D": "float32, uint8, int8",
         "MAX_POOL_2D": "float32, uint8, int8",
         "CONCATENATION": "any",
@@ -57,13 +59,13 @@ enum ReferenceKernels {
                 return try FullyConnected(ctx, activation: activation, keepNumDims: keepNumDims)
             default: throw ctx.unsupported()
             }
-        case (.add, .add(let activation)), (.mul, .mul(let activation)):
+        case (.add, .add(let activation)), (.mul, .mul(let activation)), (.sub, .sub(let activation)):
             try expectInputs(ctx, 2...2)
-            let operation: Arithmetic<Int8>.Operation = op.code.builtin == .add ? .add : .mul
+            let operation: Arithmetic<Int8>.Operation = op.code.builtin == .add ? .add : op.code.builtin == .sub ? .sub : .mul
             guard ctx.type(ctx.input(1)) == type, ctx.type(ctx.output(0)) == type else { throw ctx.unsupported() }
             switch type {
             case .float32: return try FloatArithmetic(ctx, operation: operation, activation: activation)
-            case .uint8: return try Arithmetic<UInt8>(ctx, operation: operation == .add ? .add : .mul, activation: activation)
+            case .uint8: return try Arithmetic<UInt8>(ctx, operation: Arithmetic<UInt8>.Operation(operation), activation: activation)
             case .int8: return try Arithmetic<Int8>(ctx, operation: operation, activation: activation)
             default: throw ctx.unsupported()
             }
@@ -77,6 +79,9 @@ enum ReferenceKernels {
             return try Reshape(ctx, shape: try Reshape.targetShape(ctx, options: op.options))
         case (.squeeze, .squeeze(let dimensions)):
             return try Reshape(ctx, shape: try Reshape.squeezedShape(ctx, dimensions: dimensions))
+        case (.transpose, _):
+            try expectInputs(ctx, 2...2)
+            return try Transpose(ctx)
         case (.stridedSlice, .stridedSlice(let options)):
             return try StridedSlice(ctx, options: options)
         case (.pad, _):
