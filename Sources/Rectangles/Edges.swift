@@ -62,30 +62,37 @@ struct Luma {
         let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256))
         image.data.withUnsafeBufferPointer { src in
             out.pixels.withUnsafeMutableBufferPointer { dst in
-                let sums = UnsafeMutableBufferPointer<Int>.allocate(capacity: ww)
+                // Channel sums per output column over the block's rows; weighted once per block.
+                let sums = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 3 * ww)
                 defer { sums.deallocate() }
                 for oy in 0..<wh {
-                    for i in 0..<ww { sums[i] = 0 }
+                    sums.initialize(repeating: 0)
                     for dy in 0..<k {
                         let row = start + (oy * k + dy) * stride
                         if bpp == 1 {
                             for ox in 0..<ww {
-                                var s = 0, p = row + ox * k
-                                for _ in 0..<k { s += Int(src[p]); p += 1 }
-                                sums[ox] += s
+                                var s: Int32 = 0, p = row + ox * k
+                                for _ in 0..<k { s &+= Int32(src[p]); p += 1 }
+                                sums[ox] &+= s
                             }
                         } else {
                             for ox in 0..<ww {
-                                var s = 0, p = row + ox * k * bpp
+                                var r: Int32 = 0, g: Int32 = 0, b: Int32 = 0, p = row + ox * k * bpp
                                 for _ in 0..<k {
-                                    s += 77 * Int(src[p + ro]) + 150 * Int(src[p + go]) + 29 * Int(src[p + bo])
+                                    r &+= Int32(src[p + ro]); g &+= Int32(src[p + go]); b &+= Int32(src[p + bo])
                                     p += bpp
                                 }
-                                sums[ox] += s
+                                sums[3 * ox] &+= r; sums[3 * ox + 1] &+= g; sums[3 * ox + 2] &+= b
                             }
                         }
                     }
-                    for ox in 0..<ww { dst[oy * ww + ox] = Float(sums[ox]) * scale }
+                    if bpp == 1 {
+                        for ox in 0..<ww { dst[oy * ww + ox] = Float(sums[ox]) * scale }
+                    } else {
+                        for ox in 0..<ww {
+                            dst[oy * ww + ox] = Float(77 * sums[3 * ox] + 150 * sums[3 * ox + 1] + 29 * sums[3 * ox + 2]) * scale
+                        }
+                    }
                 }
             }
         }
