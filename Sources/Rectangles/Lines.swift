@@ -83,7 +83,7 @@ enum LineFinder {
 
     static let minimumSegment = 6
 
-    /// Douglas-Peucker: a run of chain points within 1.2 px of the chord becomes a segment.
+    /// Douglas-Peucker: a run of chain points within 1.6 px of the chord becomes a segment.
     static func split(_ chain: [Point], from first: Int, to last: Int, into segments: inout [Line]) {
         guard last - first + 1 >= minimumSegment else { return }
         let a = chain[first], b = chain[last]
@@ -93,7 +93,7 @@ enum LineFinder {
             let d = abs((chain[index].x - a.x) * dy - (chain[index].y - a.y) * dx) / length
             if d > worst { worst = d; worstIndex = index }
         }
-        if worst > 1.2 {
+        if worst > 1.6 {
             split(chain, from: first, to: worstIndex, into: &segments)
             split(chain, from: worstIndex, to: last, into: &segments)
             return
