@@ -6,10 +6,11 @@ import Logging
 import Media
 import Pipeline
 
-/// The request context of Spotter's server: Hummingbird's core storage, and uploads up to the
-/// configured size.
+/// The request context of Spotter's server: Hummingbird's core storage.
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The body limit of Hummingbird's own decoding (64 KiB, the size of the JSON bodies); the
+    /// routes that take pictures collect their bodies up to the configuration's own limits.
     public var maxUploadSize: Int { 64 << 10 }
 
     public init(source: Source) {

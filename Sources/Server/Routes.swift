@@ -16,8 +16,9 @@ struct Routes: Sendable {
 
     func register(on router: Router<ServerContext>) {
         router.get("/") { _, _ in Response(status: .seeOther, headers: [.location: "/album"]) }
-        router.get("/health") { _, _ in jsonResponse(["status": "ok", "album": configuration.album.path]) }
-        router.get("/api/v1/health") { _, _ in jsonResponse(["status": "ok", "album": configuration.album.path]) }
+        for path in ["/health", "/api/v1/health"] {
+            router.get(RouterPath(path)) { _, _ in jsonResponse(["status": "ok", "album": configuration.album.path]) }
+        }
         router.get("/api/v1/openapi.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPI.document)))
         }
