@@ -12,6 +12,18 @@ struct Line {
     /// Total length of the segments merged into this line (occluded gaps do not count).
     var support = 0.0
 
+    init() {}
+
+    /// The least-squares line through `points`, its extent the points' span.
+    init(through points: [Point]) {
+        for p in points { add(p) }
+        fit()
+        let positions = points.map { position(of: $0) }
+        start = positions.min() ?? 0
+        end = positions.max() ?? 0
+        support = end - start
+    }
+
     var normal: Point { Point(x: -direction.y, y: direction.x) }
     var length: Double { end - start }
 

@@ -85,7 +85,11 @@ struct QuadFinder {
     }
 
     /// Least side length in working pixels that the options allow.
-    var minimumSide: Double { max(8, options.minimumSize * Double(min(imageSize.width, imageSize.height)) / Double(factor)) }
+    var minimumSide: Double { Self.minimumSide(options, imageSize: imageSize, factor: factor) }
+
+    static func minimumSide(_ options: RectangleDetector.Options, imageSize: Size, factor: Int) -> Double {
+        max(8, options.minimumSize * Double(min(imageSize.width, imageSize.height)) / Double(factor))
+    }
 
     /// Whether position `t` is on the line or not far beyond either end (a corner hidden by an occluder).
     func reaches(_ line: Line, _ t: Double) -> Bool {
@@ -180,32 +184,23 @@ struct Refiner {
     let factor: Int
 
     func refine(_ corners: [Point]) -> [Point] {
-        var sides: [(point: Point, direction: Point)] = []
+        var sides: [Line] = []
         for index in 0..<4 {
-            let a = corners[index], b = corners[(index + 1) % 4]
-            guard let side = refineSide(from: a, to: b) else { return corners }
+            guard let side = refineSide(from: corners[index], to: corners[(index + 1) % 4]) else { return corners }
             sides.append(side)
         }
         var refined: [Point] = []
         for index in 0..<4 {
-            let previous = sides[(index + 3) % 4], next = sides[index]
-            guard let p = Self.intersect(previous, next), p.distance(to: corners[index]) <= Double(2 * factor + 4) else { return corners }
+            guard let p = sides[(index + 3) % 4].intersection(with: sides[index]),
+                  p.distance(to: corners[index]) <= Double(2 * factor + 4) else { return corners }
             refined.append(p)
         }
         return refined
     }
 
-    static func intersect(_ l1: (point: Point, direction: Point), _ l2: (point: Point, direction: Point)) -> Point? {
-        let det = l1.direction.x * l2.direction.y - l1.direction.y * l2.direction.x
-        guard abs(det) > 1e-9 else { return nil }
-        let dx = l2.point.x - l1.point.x, dy = l2.point.y - l1.point.y
-        let t = (dx * l2.direction.y - dy * l2.direction.x) / det
-        return l1.point + l1.direction * t
-    }
-
     /// Edge positions across the side, fitted with a line after dropping outliers (occluders,
     /// shadows crossing the side); nil when too few samples find an edge.
-    func refineSide(from a: Point, to b: Point) -> (point: Point, direction: Point)? {
+    func refineSide(from a: Point, to b: Point) -> Line? {
         let length = a.distance(to: b)
         guard length >= 4 else { return nil }
         let direction = (b - a) * (1 / length), normal = Point(x: -direction.y, y: direction.x)
@@ -239,27 +234,14 @@ struct Refiner {
         var points = positions.filter { $0.polarity == polarity }.map { a + direction * $0.t + normal * $0.offset }
         guard points.count >= max(4, count / 3) else { return nil }
         for _ in 0..<2 {
-            guard let line = Self.fit(points) else { return nil }
-            let residuals = points.map { abs(($0.x - line.point.x) * line.direction.y - ($0.y - line.point.y) * line.direction.x) }
+            let line = Line(through: points)
+            let residuals = points.map { line.distance(to: $0) }
             let median = residuals.sorted()[residuals.count / 2]
             let limit = max(0.75, 2.5 * median)
             let kept = zip(points, residuals).filter { $0.1 <= limit }.map(\.0)
             if kept.count == points.count || kept.count < max(4, count / 3) { break }
             points = kept
         }
-        return Self.fit(points)
-    }
-
-    /// Total least squares line through `points`.
-    static func fit(_ points: [Point]) -> (point: Point, direction: Point)? {
-        guard points.count >= 2 else { return nil }
-        let n = Double(points.count)
-        let cx = points.map(\.x).reduce(0, +) / n, cy = points.map(\.y).reduce(0, +) / n
-        var a = 0.0, b = 0.0, c = 0.0
-        for p in points {
-            a += (p.x - cx) * (p.x - cx); b += (p.x - cx) * (p.y - cy); c += (p.y - cy) * (p.y - cy)
-        }
-        let angle = 0.5 * atan2(2 * b, a - c)
-        return (Point(x: cx, y: cy), Point(x: cos(angle), y: sin(angle)))
+        return Line(through: points)
     }
 }

@@ -25,9 +25,7 @@ public struct RectangleObservation: Sendable, Equatable {
     }
 
     /// The smallest axis-aligned box holding the corners, in pixels.
-    public var boundingBox: Rect {
-        Rect(minX: corners.map(\.x).min()!, minY: corners.map(\.y).min()!, maxX: corners.map(\.x).max()!, maxY: corners.map(\.y).max()!)
-    }
+    public var boundingBox: Rect { RectangleDetector.bounds(corners) }
 }
 
 /// Finds rectangular things (pages, cards, screens, signs, boxes) and returns their corners, as
@@ -115,7 +113,7 @@ public struct RectangleDetector: Sendable {
         let luma = Luma(image)
         let factor = max(1, min(image.width, image.height) / 240)
         let edges = EdgeMap(luma.downscaled(by: factor))
-        let lines = LineFinder.lines(in: edges, minimumLength: minimumSideInWorkingPixels(image, factor: factor))
+        let lines = LineFinder.lines(in: edges, minimumLength: QuadFinder.minimumSide(options, imageSize: image.size, factor: factor))
         var quads = QuadFinder(edges: edges, lines: lines, options: options, factor: factor, imageSize: image.size).candidates()
         quads.sort { $0.rank > $1.rank }
 
@@ -135,10 +133,6 @@ public struct RectangleDetector: Sendable {
                                              imageSize: upright, confidence: quad.confidence))
         }
         return kept
-    }
-
-    func minimumSideInWorkingPixels(_ image: Image, factor: Int) -> Double {
-        max(8, options.minimumSize * Double(min(image.width, image.height)) / Double(factor))
     }
 
     /// The option checks on corners in pixels of a picture of `imageSize`.
