@@ -71,11 +71,14 @@ public struct DetectedFrame: Sendable {
     /// Nil for frames skipped by `every` (they reuse the last detections when drawn).
     public var detections: [Detection]?
     public var inferenceMilliseconds: Double
+    /// When the reader handed the frame over (wall clock, for decode-to-display latency).
+    public var decodedAt: Date
 
-    public init(frame: VideoFrame, detections: [Detection]?, inferenceMilliseconds: Double) {
+    public init(frame: VideoFrame, detections: [Detection]?, inferenceMilliseconds: Double, decodedAt: Date = Date()) {
         self.frame = frame
         self.detections = detections
         self.inferenceMilliseconds = inferenceMilliseconds
+        self.decodedAt = decodedAt
     }
 }
 
@@ -106,11 +109,16 @@ public final class FramePipeline {
         public var live: Bool?
         /// Frames buffered between stages. Default 2.
         public var queueCapacity: Int = 2
+        /// Hand a file's frames on at the pace of their timestamps, as a camera would deliver them
+        /// (the input then counts as live: frames that come while the detector is busy are
+        /// dropped). Default false.
+        public var realTime = false
 
-        public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 2) {
+        public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 2, realTime: Bool = false) {
             self.every = every
             self.live = live
             self.queueCapacity = queueCapacity
+            self.realTime = realTime
         }
     }
 
@@ -133,8 +141,9 @@ public final class FramePipeline {
     /// - Throws: the first error of decoding or consuming; frames before it were consumed.
     public func run(detect: (VideoFrame) throws -> [Detection], consume: @escaping @Sendable (DetectedFrame) throws -> Void,
                     progress: (PipelineStats) -> Void) throws -> PipelineStats {
-        let live = options.live ?? reader.info.isLive
-        let decoded = BoundedQueue<VideoFrame>(capacity: live ? 1 : options.queueCapacity, keepLatest: live)
+        let live = options.live ?? (options.realTime || reader.info.isLive)
+        let realTime = options.realTime
+        let decoded = BoundedQueue<(frame: VideoFrame, decodedAt: Date)>(capacity: live ? 1 : options.queueCapacity, keepLatest: live)
         let detected = BoundedQueue<DetectedFrame>(capacity: options.queueCapacity)
         let readError = ErrorBox(), consumeError = ErrorBox()
         let reader = UncheckedReader(reader: self.reader)
@@ -143,9 +152,17 @@ public final class FramePipeline {
 
         let decodeThread = Thread {
             do {
+                var pace: (start: ContinuousClock.Instant, firstTime: Double)?
                 while !stop.isSet, let frame = try reader.reader.nextFrame() {
+                    if realTime {
+                        let clock = pace ?? (ContinuousClock.now, frame.time)
+                        pace = clock
+                        let due = clock.start + .milliseconds(Int64(((frame.time - clock.firstTime) * 1000).rounded()))
+                        // Short naps, so a stop request is seen within 50 ms.
+                        while !stop.isSet, ContinuousClock.now < due { Thread.sleep(forTimeInterval: min(0.05, Self.seconds(due - .now))) }
+                    }
                     received.increment()
-                    guard decoded.push(frame) else { break }
+                    guard decoded.push((frame, Date())) else { break }
                 }
             } catch {
                 readError.set(error)
@@ -174,7 +191,7 @@ public final class FramePipeline {
         let start = ContinuousClock.now
         var lastReport = start
         var index = 0
-        while let frame = decoded.pop() {
+        while let (frame, decodedAt) = decoded.pop() {
             var detections: [Detection]? = nil
             var milliseconds = 0.0
             if live || index % max(1, options.every) == 0 {
@@ -186,7 +203,9 @@ public final class FramePipeline {
             }
             index += 1
             stats.processed += 1
-            guard detected.push(DetectedFrame(frame: frame, detections: detections, inferenceMilliseconds: milliseconds)) else { break }
+            guard detected.push(DetectedFrame(frame: frame, detections: detections, inferenceMilliseconds: milliseconds, decodedAt: decodedAt)) else {
+                break
+            }
             let now = ContinuousClock.now
             if now - lastReport > .milliseconds(500) {
                 lastReport = now

@@ -2,7 +2,10 @@ import Foundation
 
 /// A one-line progress bar on standard error when it is a terminal; results keep going to
 /// standard output, so piping them stays clean.
-final class ProgressBar {
+///
+/// `@unchecked Sendable` so event closures can hold it: only one thread draws it at a time (the
+/// one running the pipeline's detect stage, then the command's after the run).
+final class ProgressBar: @unchecked Sendable {
     private let total: Int
     private let enabled: Bool
     private let start = Date()
@@ -60,5 +63,25 @@ final class ProgressBar {
         guard drawn else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
         drawn = false
+    }
+}
+
+/// Says yes at most once per interval (progress lines from event closures).
+final class Throttle: @unchecked Sendable {
+    // `last` is guarded by `lock`.
+    private let lock = NSLock()
+    private var last = Date.distantPast
+    private let seconds: Double
+
+    init(seconds: Double) {
+        self.seconds = seconds
+    }
+
+    func ready() -> Bool {
+        lock.withLock {
+            guard Date().timeIntervalSince(last) >= seconds else { return false }
+            last = Date()
+            return true
+        }
     }
 }

@@ -71,7 +71,7 @@ struct Record: ParsableCommand {
         let source = try self.detector.store.resolveVideo(input)
         let interruption = Interruption()
         let readerOptions = VideoReader.Options(openTimeout: max(timeout, 5), readTimeout: timeout)
-        var reader: VideoReader
+        let reader: VideoReader
         do { reader = try VideoReader(path: source, options: readerOptions) } catch { throw CommandFailure("\(error)") }
         let detector = try options.makeDetector(pipelined: true)
         let info = reader.info
@@ -105,69 +105,39 @@ struct Record: ParsableCommand {
                 }
             })
         let bar = ProgressBar(total: info.frameCount ?? 0, enabled: !json)
-        var lastProgress = Date.distantPast
-        var total = PipelineStats()
-        var backoff = 1.0
+        let progressLines = Throttle(seconds: 2)
+        let input = self.input
+        let run = SourceRun(
+            input: source, options: .init(reconnect: reconnect, reader: readerOptions), recorder: session,
+            detect: { try detector.detect($0.image).detections },
+            events: { event in
+                switch event {
+                case .progress(let stats):
+                    reportProgress(bar, stats, info: info)
+                    if json, progressLines.ready() {
+                        emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
+                                                       "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
+                                                       "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
+                    }
+                case .state(.reconnecting, let message?):
+                    warn("\(input): \(message)")
+                default:
+                    break
+                }
+            })
+        interruption.stop(run.stopRequested)
         func kept() -> String { session.clipsFinished == 0 ? "no clip was recorded" : "\(session.clipsFinished) clip(s) are in \(album)" }
-        while true {
-            let pipeline = FramePipeline(reader: reader)
-            interruption.stop(pipeline.stopRequested)
-            var failure: Error?
-            do {
-                let stats = try pipeline.run(
-                    detect: { try detector.detect($0.image).detections },
-                    consume: { try session.consume($0) },
-                    progress: { stats in
-                        reportProgress(bar, stats, info: info)
-                        if json, Date().timeIntervalSince(lastProgress) >= 2 {
-                            lastProgress = Date()
-                            emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
-                                                           "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
-                                                           "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
-                        }
-                    })
-                total.processed += stats.processed
-                total.dropped += stats.dropped
-                total.received += stats.received
-                total.elapsed += stats.elapsed
-            } catch {
-                failure = error
-            }
-            if interruption.signalled != nil { break }
-            // A file that ended, or failed without --reconnect, ends the run.
-            guard reader.info.isLive, reconnect else {
-                if let failure {
-                    bar.finish()
-                    try? session.finish()
-                    throw CommandFailure("\(input): \(failure) (\(kept()))")
-                }
-                if reader.info.isLive {
-                    bar.finish()
-                    try? session.finish()
-                    throw CommandFailure("\(input): the stream ended after \(total.processed) frames (\(kept()); --reconnect waits for it to come back)")
-                }
-                break
-            }
-            // A live source that ended or stalled: finish the open clip, then reconnect with backoff.
-            do { try session.finish() } catch { throw CommandFailure("\(album): \(error)") }
-            warn("\(input): \(failure.map { "\($0)" } ?? "the stream ended"); reconnecting in \(Int(backoff)) s")
-            var reopened: VideoReader?
-            while reopened == nil, interruption.wait(seconds: backoff) {
-                backoff = min(backoff * 2, 30)
-                do { reopened = try VideoReader(path: source, options: readerOptions) } catch {
-                    warn("\(input): \(error); next attempt in \(Int(backoff)) s")
-                }
-            }
-            guard let reopened else { break }
-            reader = reopened
-            backoff = 1
+        let total: PipelineStats
+        do {
+            total = try run.run(opened: reader)
+        } catch SourceRunError.streamEnded(let frames) {
+            bar.finish()
+            throw CommandFailure("\(input): the stream ended after \(frames) frames (\(kept()); --reconnect waits for it to come back)")
+        } catch {
+            bar.finish()
+            throw CommandFailure("\(input): \(error) (\(kept()))")
         }
         bar.finish()
-        do {
-            try session.finish()
-        } catch {
-            throw CommandFailure("\(album): \(error)")
-        }
         if reader.damagedPackets > 0 { warn("\(input): skipped \(reader.damagedPackets) damaged packet(s)") }
         if total.processed == 0 && interruption.signalled == nil {
             throw CommandFailure("\(input) holds no decodable video frame; nothing was recorded")
