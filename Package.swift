@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
@@ -65,6 +66,7 @@ let package = Package(
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
             "Detection", "Pipeline", "Media", "Imaging", .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // The command-line shell.
         .executableTarget(

@@ -5,6 +5,7 @@ import Imaging
 import Logging
 import Media
 import Pipeline
+import ServiceLifecycle
 
 /// The request context of Spotter's server: Hummingbird's core storage.
 public struct ServerContext: RequestContext {
@@ -29,11 +30,33 @@ public struct ServerContext: RequestContext {
 /// - Throws: ``ServerError``, ``AlbumError``, detector errors.
 public func buildApplication(configuration: ServerConfiguration, logger: Logger = Logger(label: "spotter.serve")) async throws -> some ApplicationProtocol {
     try configuration.validate()
-    let router = try buildRouter(configuration: configuration)
+    let routes = try Routes(configuration: configuration)
     return Application(
-        router: router,
+        router: buildRouter(routes),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "spotter"),
+        services: [SourcesService(hub: routes.sources, initial: configuration.sources, logger: logger)],
         logger: logger)
+}
+
+/// Starts the configured sources with the server and, at shutdown (after the HTTP server has
+/// stopped taking requests), stops every source so each open clip is finished and indexed.
+struct SourcesService: Service {
+    let hub: SourceHub
+    let initial: [SourceSpec]
+    let logger: Logger
+
+    func run() async throws {
+        for spec in initial {
+            do {
+                let source = try hub.add(spec)
+                logger.info("source \(source.id): \(spec.input)")
+            } catch {
+                logger.error("source \(spec.input): \(error)")
+            }
+        }
+        try? await gracefulShutdown()
+        await hub.shutdown()
+    }
 }
 
 /// Builds the application and runs it until SIGINT or SIGTERM (graceful shutdown through
@@ -49,11 +72,14 @@ public func serve(configuration: ServerConfiguration, started: @Sendable () -> V
     try await application.runService()
 }
 
-/// The router alone (tests drive it without sockets).
+/// The router alone (tests drive it without sockets; sources they add run until they remove them).
 public func buildRouter(configuration: ServerConfiguration) throws -> Router<ServerContext> {
-    let album = try Album(directory: configuration.album)
-    let detection = try DetectionService(modelPath: configuration.modelPath, options: configuration.detector)
-    let routes = Routes(configuration: configuration, album: album, detection: detection)
+    try configuration.validate()
+    return buildRouter(try Routes(configuration: configuration))
+}
+
+func buildRouter(_ routes: Routes) -> Router<ServerContext> {
+    let configuration = routes.configuration
     let router = Router(context: ServerContext.self)
     router.add(middleware: JSONErrorMiddleware())
     if let token = configuration.token, !token.isEmpty { router.add(middleware: TokenMiddleware(token: token)) }

@@ -21,6 +21,11 @@ public struct ServerConfiguration: Sendable {
     public var maxUploadBytes = 32 << 20
     /// Largest JSON body accepted, in bytes. Default 64 KiB.
     public var maxJSONBytes = 64 << 10
+    /// Sources started with the server (the config file's); the API adds and removes more.
+    public var sources: [SourceSpec] = []
+    /// Turns a source's input into what the reader opens (the CLI resolves sample names through
+    /// the model store). Default: the input as given.
+    public var resolveInput: @Sendable (String) throws -> String = { $0 }
 
     public init(album: URL, modelPath: String, detector: ObjectDetector.Options = .init(), host: String = "127.0.0.1", port: Int = 8080,
                 token: String? = nil) {

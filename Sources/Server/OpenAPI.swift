@@ -26,7 +26,50 @@ enum OpenAPI {
             parameter("threshold", "query", "number", "minimum score, 0...1 (default 0.5; DeepStack's min_confidence also works)"),
             parameter("classes", "query", "string", "comma-separated labels to keep, e.g. person,car"),
         ]
+        let sourceID = parameter("id", "path", "string", "source id, e.g. s1")
         let paths: [String: Any] = [
+            "/live": ["get": ["summary": "Live view: every source's picture with boxes, recording indicator, fps and latency",
+                              "parameters": [parameter("source", "query", "string", "show only this source")],
+                              "responses": ["200": response("HTML page", "text/html"), "401": unauthorized]]],
+            "/api/v1/sources": [
+                "get": ["summary": "Sources and their status", "responses": ["200": response("{\"sources\": [status]}"), "401": unauthorized]],
+                "post": ["summary": "Add a source: a camera, stream, file or sample",
+                         "requestBody": ["required": true, "content": ["application/json": ["schema": [
+                             "type": "object", "required": ["input"],
+                             "properties": [
+                                 "input": ["type": "string", "description": "file, rtsp/http(s)/tcp/udp/hls URL, /dev/videoN or sample name"],
+                                 "record": ["type": "boolean", "description": "record clips into the album (default true)"],
+                                 "classes": ["type": "array", "items": ["type": "string"], "description": "labels to detect and record (default [\"person\"]; [] for all)"],
+                                 "threshold": ["type": "number", "description": "lowest score, 0.05...1 (default 0.5)"],
+                                 "realtime": ["type": "boolean", "description": "play a file at its own pace, as a camera (default false: a job as fast as possible)"],
+                                 "loop": ["type": "boolean", "description": "start a file again at its end (default false)"],
+                             ],
+                         ]]]],
+                         "responses": ["201": response("the source's status, with its id"), "400": error, "409": error, "413": error, "503": error,
+                                       "401": unauthorized]],
+            ],
+            "/api/v1/sources/{id}": [
+                "get": ["summary": "One source's status: state, fps, inference ms, dropped frames, recording, progress of files",
+                        "parameters": [sourceID], "responses": ["200": response("status"), "404": error, "401": unauthorized]],
+                "delete": ["summary": "Stop and remove a source (its open clip is finished and indexed)",
+                           "parameters": [sourceID], "responses": ["204": response("removed", nil), "404": error, "401": unauthorized]],
+            ],
+            "/api/v1/sources/{id}/snapshot.jpg": ["get": [
+                "summary": "The source's latest frame as JPEG",
+                "parameters": [sourceID, parameter("boxes", "query", "boolean", "draw the boxes (default true)")],
+                "responses": ["200": response("JPEG", "image/jpeg"), "404": error, "401": unauthorized],
+            ]],
+            "/api/v1/sources/{id}/frames/{name}": ["get": [
+                "summary": "One of the source's last frames (N.jpg, N from its detection event), encoded once for every viewer",
+                "parameters": [sourceID, parameter("name", "path", "string", "N.jpg"), parameter("boxes", "query", "boolean", "draw the boxes (default false)")],
+                "responses": ["200": response("JPEG", "image/jpeg"), "400": error, "404": error, "401": unauthorized],
+            ]],
+            "/api/v1/events": ["get": [
+                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed",
+                "parameters": [parameter("source", "query", "string", "only this source's events"),
+                               parameter("types", "query", "string", "comma-separated event types to keep")],
+                "responses": ["200": response("an endless event stream", "text/event-stream"), "401": unauthorized],
+            ]],
             "/health": ["get": ["summary": "Liveness", "responses": ["200": response("the server is up")]]],
             "/api/v1/health": ["get": ["summary": "Liveness", "responses": ["200": response("the server is up")]]],
             "/api/v1/openapi.json": ["get": ["summary": "This document", "responses": ["200": response("OpenAPI 3.1")]]],

@@ -18,6 +18,19 @@ enum Pages {
           #player { display: none; margin-bottom: 16px; }
           #player video { max-width: 100%; max-height: 70vh; background: #000; }
           a { color: #7cc4ff; }
+          nav a { margin-right: 12px; }
+          #sources { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 14px; }
+          #sources.single { grid-template-columns: 1fr; }
+          .source { background: #1b1b1b; border-radius: 6px; overflow: hidden; }
+          .view { position: relative; background: #000; line-height: 0; }
+          .view img { width: 100%; display: block; }
+          .box { position: absolute; border: 2px solid #39f; box-sizing: border-box; pointer-events: none; line-height: 1.2; }
+          .box span { position: absolute; left: -2px; top: -20px; background: #39f; color: #fff; font-size: 12px; padding: 1px 4px; white-space: nowrap; }
+          .rec { position: absolute; top: 8px; left: 8px; background: #c00; color: #fff; font: 600 12px/1 system-ui; padding: 4px 8px; border-radius: 3px; line-height: 1; }
+          .source .info { padding: 8px 10px; font-size: 13px; color: #bbb; display: flex; gap: 12px; flex-wrap: wrap; align-items: center; }
+          .source .name { color: #fff; font-weight: 600; }
+          .state-failed, .state-reconnecting { color: #f0a030; }
+          progress { width: 160px; }
         </style>
         """
 
@@ -28,6 +41,7 @@ enum Pages {
         <body>
         <header>
           <h1>Spotter album</h1>
+          <nav><a href="/live">Live</a></nav>
           <label>Label <input id="label" placeholder="person" size="10"></label>
           <label>Source <input id="source" placeholder="any" size="24"></label>
           <label>From <input id="from" type="date"></label>
@@ -103,6 +117,149 @@ enum Pages {
         $("apply").onclick = () => load(query(), true);
         $("more").onclick = () => next && load(next, false);
         load(query(), true);
+        </script>
+        </body></html>
+        """
+
+    /// Every source (or `?source=ID` alone): the latest frame with the boxes of that very frame
+    /// drawn over it from the detection events, a recording indicator, fps, inference time, dropped
+    /// frames and the decode-to-display latency.
+    static let live = """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><title>Spotter live</title>
+        <meta name="viewport" content="width=device-width, initial-scale=1">\(style)</head>
+        <body>
+        <header>
+          <h1>Spotter live</h1>
+          <nav><a href="/live">All sources</a><a href="/album">Album</a></nav>
+          <form id="add">
+            <input id="input" placeholder="rtsp://camera/stream, /dev/video0, file or sample" size="40" required>
+            <label><input id="record" type="checkbox" checked> record</label>
+            <label><input id="realtime" type="checkbox" checked> files in real time</label>
+            <label><input id="loop" type="checkbox"> loop</label>
+            <button>Add source</button> <span id="error"></span>
+          </form>
+        </header>
+        <main>
+          <div id="sources"></div>
+          <p id="none" hidden>No sources. Add a camera, a stream or a video file above.</p>
+        </main>
+        <script>
+        const $ = (id) => document.getElementById(id);
+        const only = new URLSearchParams(location.search).get("source");
+        const cards = {};
+        // What the page shows, for people and for tests: per source, the event of the frame on screen
+        // and the decode-to-display latencies (ms).
+        window.spotter = { shown: {}, latencies: {} };
+        if (only) $("sources").className = "single";
+        function percentile(values, p) {
+          if (!values.length) return 0;
+          const sorted = [...values].sort((a, b) => a - b);
+          return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+        }
+        function card(status) {
+          const c = { id: status.id, pending: null, loading: false, latencies: [] };
+          c.root = document.createElement("div"); c.root.className = "source"; c.root.dataset.id = status.id;
+          c.view = document.createElement("div"); c.view.className = "view";
+          c.img = document.createElement("img"); c.img.alt = status.input;
+          c.overlay = document.createElement("div");
+          c.rec = document.createElement("div"); c.rec.className = "rec"; c.rec.textContent = "● REC"; c.rec.hidden = true;
+          c.view.append(c.img, c.overlay, c.rec);
+          const info = document.createElement("div"); info.className = "info";
+          const name = document.createElement("a"); name.className = "name"; name.href = "/live?source=" + status.id; name.textContent = status.id + " " + status.input;
+          c.state = document.createElement("span");
+          c.stats = document.createElement("span"); c.stats.className = "stats";
+          c.progress = document.createElement("progress"); c.progress.max = 100; c.progress.hidden = true;
+          const remove = document.createElement("button"); remove.textContent = "Remove";
+          remove.onclick = async () => { await fetch("/api/v1/sources/" + status.id, { method: "DELETE" }); refresh(); };
+          info.append(name, c.state, c.progress, c.stats, remove);
+          c.root.append(c.view, info);
+          $("sources").append(c.root);
+          return c;
+        }
+        function drawBoxes(c, d) {
+          const scale = c.img.clientWidth / d.width;
+          c.overlay.replaceChildren();
+          for (const det of d.detections) {
+            const [x0, y0, x1, y1] = det.box;
+            const box = document.createElement("div");
+            box.className = "box";
+            box.dataset.frame = d.frame;
+            box.style.left = (x0 * scale) + "px"; box.style.top = (y0 * scale) + "px";
+            box.style.width = ((x1 - x0) * scale) + "px"; box.style.height = ((y1 - y0) * scale) + "px";
+            const tag = document.createElement("span");
+            tag.textContent = det.label + " " + Math.round(det.score * 100) + "%";
+            box.append(tag);
+            c.overlay.append(box);
+          }
+        }
+        // One frame in flight per source: the newest event waits while a picture loads, older ones are skipped.
+        function pump(c) {
+          if (c.loading || !c.pending) return;
+          const d = c.pending; c.pending = null; c.loading = true;
+          const img = new Image();
+          img.alt = c.img.alt;
+          img.onload = () => {
+            c.view.replaceChild(img, c.img);
+            c.img = img;
+            drawBoxes(c, d);
+            window.spotter.shown[c.id] = d;
+            requestAnimationFrame(() => {
+              c.latencies.push(Date.now() - d.decoded_at);
+              if (c.latencies.length > 300) c.latencies.shift();
+              window.spotter.latencies[c.id] = c.latencies;
+              c.latency = percentile(c.latencies, 0.5);
+              c.loading = false;
+              pump(c);
+            });
+          };
+          img.onerror = () => { c.loading = false; pump(c); };
+          img.src = d.image_url;
+        }
+        function showStats(c, s) {
+          c.stats.textContent = (s.fps ?? 0).toFixed(1) + " fps · " + (s.inference_ms ?? 0).toFixed(1) + " ms inference · "
+            + (s.dropped ?? 0) + " dropped" + (c.latency !== undefined ? " · " + Math.round(c.latency) + " ms latency" : "");
+          if (s.percent !== undefined) { c.progress.hidden = false; c.progress.value = s.percent; c.progress.title = s.percent + "%"; }
+        }
+        async function refresh() {
+          const r = await fetch("/api/v1/sources");
+          const body = await r.json();
+          const seen = new Set();
+          for (const status of body.sources) {
+            if (only && status.id !== only) continue;
+            seen.add(status.id);
+            const c = cards[status.id] || (cards[status.id] = card(status));
+            c.state.textContent = status.state + (status.message ? ": " + status.message : "");
+            c.state.className = "state-" + status.state;
+            c.rec.hidden = !status.recording;
+            showStats(c, status);
+          }
+          for (const id of Object.keys(cards)) if (!seen.has(id)) { cards[id].root.remove(); delete cards[id]; }
+          $("none").hidden = seen.size > 0;
+        }
+        const events = new EventSource("/api/v1/events" + (only ? "?source=" + encodeURIComponent(only) : ""));
+        events.addEventListener("detection", (e) => {
+          const d = JSON.parse(e.data);
+          const c = cards[d.source];
+          if (c) { c.pending = d; pump(c); }
+        });
+        events.addEventListener("clip_started", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) c.rec.hidden = false; });
+        events.addEventListener("clip_finished", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) c.rec.hidden = true; });
+        for (const type of ["source_stats", "job_progress"]) {
+          events.addEventListener(type, (e) => { const s = JSON.parse(e.data); const c = cards[s.source]; if (c) showStats(c, s); });
+        }
+        for (const type of ["source_state", "source_added", "source_removed"]) events.addEventListener(type, () => refresh());
+        $("add").onsubmit = async (e) => {
+          e.preventDefault();
+          $("error").textContent = "";
+          const r = await fetch("/api/v1/sources", { method: "POST", headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ input: $("input").value, record: $("record").checked, realtime: $("realtime").checked, loop: $("loop").checked }) });
+          if (!r.ok) { $("error").textContent = (await r.json()).error.message; return; }
+          $("input").value = "";
+          refresh();
+        };
+        refresh();
+        setInterval(refresh, 5000);
         </script>
         </body></html>
         """

@@ -11,8 +11,19 @@ struct Routes: Sendable {
     let configuration: ServerConfiguration
     let album: Album
     let detection: DetectionService
+    let sources: SourceHub
     let fileIO = FileIO()
     let started = Date()
+
+    /// Opens the album and loads the detector pool.
+    ///
+    /// - Throws: ``AlbumError``, detector errors.
+    init(configuration: ServerConfiguration) throws {
+        self.configuration = configuration
+        album = try Album(directory: configuration.album)
+        detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector))
+        sources = SourceHub(album: album, pool: detection.pool, events: EventHub(), resolve: configuration.resolveInput)
+    }
 
     func register(on router: Router<ServerContext>) {
         router.get("/") { _, _ in Response(status: .seeOther, headers: [.location: "/album"]) }
@@ -42,25 +53,38 @@ struct Routes: Sendable {
         router.head("/media/clips/:name") { request, context in try await albumFile(folder: "clips", request, context) }
         router.get("/media/thumbnails/:name") { request, context in try await albumFile(folder: "thumbnails", request, context) }
 
+        router.get("/live") { _, _ in html(Pages.live) }
+        router.get("/api/v1/events") { request, _ in
+            let query = request.uri.queryParameters
+            let types = query["types"].map { Set($0.split(separator: ",").map(String.init)) }
+            return sources.events.response(source: query["source"].map(String.init), types: types)
+        }
+        router.get("/api/v1/sources") { _, _ in jsonResponse(["sources": sources.list().map { $0.status() }]) }
+        router.post("/api/v1/sources") { request, context in try await addSource(request, context) }
+        router.get("/api/v1/sources/:id") { _, context in jsonResponse(try source(context).status()) }
+        router.delete("/api/v1/sources/:id") { _, context in
+            let id = try context.parameters.require("id")
+            guard await sources.remove(id) else { throw HTTPError(.notFound, message: "no source \(id)") }
+            return Response(status: .noContent)
+        }
+        router.get("/api/v1/sources/:id/snapshot.jpg") { request, context in
+            let boxes = request.uri.queryParameters["boxes"].map { $0 == "1" || $0 == "true" } ?? true
+            return try frame(try source(context), number: nil, boxes: boxes)
+        }
+        router.get("/api/v1/sources/:id/frames/:name") { request, context in
+            let name = try context.parameters.require("name")
+            guard name.hasSuffix(".jpg"), let number = Int(name.dropLast(4)), number > 0 else {
+                throw HTTPError(.badRequest, message: "frames are named N.jpg")
+            }
+            let boxes = request.uri.queryParameters["boxes"].map { $0 == "1" || $0 == "true" } ?? false
+            return try frame(try source(context), number: number, boxes: boxes)
+        }
+
         router.post("/api/v1/detect") { request, context in try await detect(request, context, deepStack: false) }
         router.post("/v1/vision/detection") { request, context in try await detect(request, context, deepStack: true) }
     }
 
     // MARK: Album
-
-    func clipObject(_ clip: ClipEntry) -> [String: Any] {
-        let name = URL(fileURLWithPath: clip.clip).lastPathComponent
-        var object: [String: Any] = [
-            "id": clip.id ?? 0, "source": clip.source, "start": clip.start, "end": clip.end, "duration": clip.duration,
-            "frames": clip.frames, "labels": clip.labels.split(separator: ",").map(String.init), "best_score": clip.bestScore,
-            "incomplete": clip.incomplete, "created_at": clip.createdAt, "url": "/media/clips/\(name)",
-        ]
-        if let thumbnail = clip.thumbnail {
-            object["thumbnail_url"] = "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).lastPathComponent)"
-            object["snapshot_url"] = "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).deletingPathExtension().lastPathComponent)-full.jpg"
-        }
-        return object
-    }
 
     /// `GET /api/v1/album?source=&label=&from=&to=&before=&limit=`: newest first, with the URL of
     /// the next page.
@@ -123,6 +147,48 @@ struct Routes: Sendable {
             if request.method == .head { return Response(status: .partialContent, headers: headers) }
             return Response(status: .partialContent, headers: headers, body: try await fileIO.loadFile(path: path, range: range, context: context))
         }
+    }
+
+    // MARK: Sources
+
+    func source(_ context: ServerContext) throws -> LiveSource {
+        let id = try context.parameters.require("id")
+        guard let source = sources.source(id) else { throw HTTPError(.notFound, message: "no source \(id)") }
+        return source
+    }
+
+    /// `POST /api/v1/sources` with `{"input": ..., "record": true, "classes": [...], ...}`: 201 and
+    /// the new source's status (with its `id`).
+    func addSource(_ request: Request, _ context: ServerContext) async throws -> Response {
+        var request = request
+        let body: ByteBuffer
+        do { body = try await request.collectBody(upTo: configuration.maxJSONBytes) } catch {
+            throw HTTPError(.contentTooLarge, message: "the JSON body is larger than \(configuration.maxJSONBytes) bytes")
+        }
+        let spec: SourceSpec
+        do { spec = try JSONDecoder().decode(SourceSpec.self, from: Data(buffer: body)) } catch {
+            throw HTTPError(.badRequest, message: "the body must be JSON like {\"input\": \"rtsp://cam/live\", \"record\": true, \"classes\": [\"person\"]}: \(error)")
+        }
+        let source: LiveSource
+        do { source = try sources.add(spec) } catch let error as SourceHub.AddError {
+            switch error {
+            case .invalid(let message): throw HTTPError(.badRequest, message: message)
+            case .tooMany: throw HTTPError(.conflict, message: "\(error)")
+            case .shuttingDown: throw HTTPError(.serviceUnavailable, message: "\(error)")
+            }
+        }
+        var response = jsonResponse(source.status(), status: .created)
+        response.headers[.location] = "/api/v1/sources/\(source.id)"
+        return response
+    }
+
+    /// A frame of a source as JPEG: `number` (one of the last few, for the live view) or the latest.
+    func frame(_ source: LiveSource, number: Int?, boxes: Bool) throws -> Response {
+        guard let (shown, bytes) = try source.jpeg(frame: number, boxes: boxes) else {
+            throw HTTPError(.notFound, message: number.map { "frame \($0) of \(source.id) is no longer kept" } ?? "\(source.id) has no frame yet")
+        }
+        return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store", .init("X-Frame")!: String(shown)],
+                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     // MARK: Detection
@@ -197,9 +263,25 @@ struct Routes: Sendable {
         return Response(status: .seeOther, headers: [.location: "/album", .setCookie: "spotter_token=\(token); HttpOnly; SameSite=Strict; Path=/"])
     }
 
-    /// Prometheus text: process memory, album size, detection requests and time.
+    /// Prometheus text: process memory, album size, detections and their time, per-source counters.
     func metrics() async throws -> Response {
-        let (requests, milliseconds) = await detection.totals()
+        let (requests, seconds) = detection.pool.totals
+        let milliseconds = seconds * 1000
+        var perSource = ""
+        let all = sources.list()
+        if !all.isEmpty {
+            let rows = all.map { ($0.id, $0.metrics) }
+            for (name, help, kind, value) in [
+                ("spotter_source_fps", "Frames detected per second.", "gauge", { (m: (fps: Double, inference: Double, dropped: Int, processed: Int, recording: Bool)) in String(format: "%.2f", m.fps) }),
+                ("spotter_source_inference_milliseconds", "Latest detection time.", "gauge", { String(format: "%.2f", $0.inference) }),
+                ("spotter_source_dropped_frames_total", "Frames dropped while the detector was busy.", "counter", { String($0.dropped) }),
+                ("spotter_source_frames_total", "Frames detected.", "counter", { String($0.processed) }),
+                ("spotter_source_recording", "1 while a clip is open.", "gauge", { $0.recording ? "1" : "0" }),
+            ] {
+                perSource += "# HELP \(name) \(help)\n# TYPE \(name) \(kind)\n"
+                for (id, m) in rows { perSource += "\(name){source=\"\(id)\"} \(value(m))\n" }
+            }
+        }
         let clips = try album.clips(matching: .init(limit: Int.max)).count
         let text = """
             # HELP spotter_process_resident_bytes Resident memory of the server process.
@@ -208,17 +290,20 @@ struct Routes: Sendable {
             # HELP spotter_album_clips Clips in the album index.
             # TYPE spotter_album_clips gauge
             spotter_album_clips \(clips)
-            # HELP spotter_detect_requests_total Pictures detected through the API.
-            # TYPE spotter_detect_requests_total counter
-            spotter_detect_requests_total \(requests)
-            # HELP spotter_detect_milliseconds_total Time spent detecting them.
-            # TYPE spotter_detect_milliseconds_total counter
-            spotter_detect_milliseconds_total \(String(format: "%.3f", milliseconds))
+            # HELP spotter_detections_total Pictures and source frames the detector pool ran on.
+            # TYPE spotter_detections_total counter
+            spotter_detections_total \(requests)
+            # HELP spotter_detection_milliseconds_total Time spent detecting them.
+            # TYPE spotter_detection_milliseconds_total counter
+            spotter_detection_milliseconds_total \(String(format: "%.3f", milliseconds))
             # HELP spotter_uptime_seconds Seconds since the server started.
             # TYPE spotter_uptime_seconds gauge
             spotter_uptime_seconds \(String(format: "%.0f", Date().timeIntervalSince(started)))
+            # HELP spotter_event_subscribers Open event streams (live views).
+            # TYPE spotter_event_subscribers gauge
+            spotter_event_subscribers \(sources.events.subscriberCount)
 
-            """
+            """ + perSource
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 

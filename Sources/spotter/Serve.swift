@@ -1,21 +1,32 @@
 import ArgumentParser
 import Detection
 import Foundation
+import ModelStore
 import Server
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Serve the album and detection over HTTP: pages, a JSON API, clips with byte ranges.",
+        abstract: "Serve live sources, the album and detection over HTTP: pages, a JSON API, events.",
         discussion: """
-            Pages: /album (clips newest first with thumbnails, filters, playback, download, delete). \
-            API under /api/v1 (described at /api/v1/openapi.json): album list, get and delete; \
+            Pages: /live (every source's picture with boxes, a recording indicator, fps, inference \
+            time, dropped frames and latency; add and remove sources there), /album (clips newest \
+            first with thumbnails, filters, playback, download, delete). API under /api/v1 \
+            (described at /api/v1/openapi.json): sources (cameras, streams, files, cached samples; \
+            all share one detector per core), Server-Sent Events at /api/v1/events, album list, get \
+            and delete; \
             POST /api/v1/detect with a picture (the object `spotter detect --json` prints); \
             POST /v1/vision/detection answers as DeepStack does, for Frigate, Home Assistant and \
             Blue Iris. Also /health and /metrics (Prometheus). Binds 127.0.0.1 unless --host says \
             otherwise, which needs --token. SIGINT and SIGTERM stop it gracefully.
 
+            A config file starts sources with the server:
+              {"sources": [{"input": "rtsp://cam.local/live", "record": true, "classes": ["person"]},
+                           {"input": "demo.mp4", "realtime": true, "loop": true}]}
+
             Examples:
               spotter serve --album ~/Clips
+              spotter serve --album ~/Clips --config cameras.json
+              curl -s -d '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
               spotter serve --album ~/Clips --host 0.0.0.0 --token s3cret
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
             """)
@@ -31,6 +42,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "A token every request must carry (Authorization: Bearer TOKEN, or the login page's cookie).")
     var token: String?
+
+    @Option(help: "A JSON file listing sources to start: {\"sources\": [{\"input\": ..., \"record\": true, \"classes\": [...]}]}.")
+    var config: String?
 
     @Option(help: "Largest picture accepted by the detect endpoints, in MiB.")
     var maxUploadMib = 32
@@ -50,8 +64,11 @@ struct Serve: AsyncParsableCommand {
         var configuration = ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: try detector.modelPath, detector: options,
                                                 host: host, port: port, token: token)
         configuration.maxUploadBytes = maxUploadMib << 20
+        if let config { configuration.sources = try Self.sources(inConfig: config) }
+        let store = try detector.store.makeStore()
+        configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: store) }
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
-        let address = "http://\(host):\(port)/album", folder = album
+        let address = "http://\(host):\(port)/live", folder = album
         do {
             try await serve(configuration: configuration) {
                 FileHandle.standardError.write(Data("spotter: serving \(folder) on \(address)\n".utf8))
@@ -61,5 +78,30 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw CommandFailure("the server stopped: \(error)")
         }
+    }
+
+    /// The file a config lists its sources in.
+    struct ConfigFile: Decodable {
+        var sources: [SourceSpec]?
+    }
+
+    static func sources(inConfig path: String) throws -> [SourceSpec] {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw ValidationError("--config \(path): \(error.localizedDescription)") }
+        do { return try JSONDecoder().decode(ConfigFile.self, from: data).sources ?? [] } catch {
+            throw ValidationError("--config \(path) is not JSON like {\"sources\": [{\"input\": \"rtsp://cam/live\"}]}: \(error)")
+        }
+    }
+
+    /// A sample's name becomes its cached file; a sample not downloaded yet is an error (the server
+    /// does not download inside a request); anything else passes through.
+    static func resolveCachedSample(_ input: String, store: ModelStore) throws -> String {
+        guard !FileManager.default.fileExists(atPath: input), !input.contains("/"), store.catalog.entry(named: input)?.kind == .sample else {
+            return input
+        }
+        guard let item = try store.cached(input) else {
+            throw CommandFailure("the sample \(input) is not downloaded yet: run `spotter samples pull \(input)` first")
+        }
+        return item.mainFile.path
     }
 }

@@ -289,7 +289,10 @@ enum ServerFixtures {
             for (path, operations) in paths {
                 let uri = path.replacingOccurrences(of: "{id}", with: "999999").replacingOccurrences(of: "{name}", with: clipName)
                 for (method, operation) in operations {
-                    let statuses = Set((operation["responses"] as? [String: Any] ?? [:]).keys)
+                    let responses = operation["responses"] as? [String: Any] ?? [:]
+                    // An endless event stream never completes a router test's response; the browser check reads it.
+                    if ((responses["200"] as? [String: Any])?["content"] as? [String: Any])?["text/event-stream"] != nil { continue }
+                    let statuses = Set(responses.keys)
                     let httpMethod: HTTPRequest.Method = method == "post" ? .post : method == "delete" ? .delete : method == "head" ? .head : .get
                     let body = httpMethod == .post ? ByteBuffer(bytes: ServerFixtures.coffeePNG) : nil
                     try await client.execute(uri: uri, method: httpMethod, body: body) { response in
@@ -298,7 +301,7 @@ enum ServerFixtures {
                     checked += 1
                 }
             }
-            #expect(checked >= 12)
+            #expect(checked >= 19)
         }
     }
 

@@ -1,0 +1,109 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Media
+import Pipeline
+import Server
+import Testing
+import TestSupport
+
+@Suite struct SourcesTests {
+    static let walk = Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path
+
+    static func emptyAlbum() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-sources-\(UUID().uuidString.prefix(8))")
+        _ = try Album(directory: url)
+        return url
+    }
+
+    static func body(_ object: [String: Any]) throws -> ByteBuffer {
+        ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))
+    }
+
+    /// A file source is a job: it runs to the end of the video with every frame detected (as many as
+    /// ffprobe counts), records the person into the album, serves its last frame as JPEG, and stays
+    /// listed as finished until removed.
+    @Test func aFileSourceDetectsEveryFrameRecordsItsClipAndFinishes() async throws {
+        let album = try Self.emptyAlbum()
+        defer { try? FileManager.default.removeItem(at: album) }
+        try await ServerFixtures.application(album: album).test(.router) { client in
+            let id = try await client.execute(uri: "/api/v1/sources", method: .post, headers: [.contentType: "application/json"],
+                                              body: try Self.body(["input": Self.walk, "record": true])) { response in
+                #expect(response.status == .created)
+                let body = try ServerFixtures.json(response.body)
+                #expect(response.headers[.location] == "/api/v1/sources/\(body["id"] as? String ?? "")")
+                return try #require(body["id"] as? String)
+            }
+            var status: [String: Any] = [:]
+            for _ in 0..<600 {
+                status = try await client.execute(uri: "/api/v1/sources/\(id)", method: .get) { try ServerFixtures.json($0.body) }
+                if ["finished", "failed"].contains(status["state"] as? String ?? "") { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let probe = try run("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames",
+                                            "-of", "csv=p=0", Self.walk])
+            #expect(status["state"] as? String == "finished", "\(status)")
+            #expect(status["processed"] as? Int == Int(probe.trimmingCharacters(in: .whitespacesAndNewlines)), "\(status)")
+            #expect(status["kind"] as? String == "file" && status["percent"] as? Double == 100, "\(status)")
+            try await client.execute(uri: "/api/v1/sources/\(id)/snapshot.jpg", method: .get) { response in
+                #expect(response.status == .ok && response.headers[.contentType] == "image/jpeg")
+                let picture = try ImageFile.decode(bytes: Array(buffer: response.body), name: "snapshot").upright
+                #expect(picture.width == 640 && picture.height == 480)
+            }
+            try await client.execute(uri: "/api/v1/album?source=" + Self.walk, method: .get) { response in
+                let clips = try #require(try ServerFixtures.json(response.body)["clips"] as? [[String: Any]])
+                #expect(clips.count == 1 && (clips.first?["labels"] as? [String]) == ["person"], "\(clips)")
+            }
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                #expect(text.contains("spotter_source_frames_total{source=\"\(id)\"} \(status["processed"] as? Int ?? -1)"), "\(text)")
+            }
+            try await client.execute(uri: "/api/v1/sources/\(id)", method: .delete) { #expect($0.status == .noContent) }
+            try await client.execute(uri: "/api/v1/sources", method: .get) { response in
+                let sources = try ServerFixtures.json(response.body)["sources"] as? [Any]
+                #expect(sources?.isEmpty == true)
+            }
+        }
+    }
+
+    @Test func badSourceRequestsGetClearErrors() async throws {
+        let album = try Self.emptyAlbum()
+        defer { try? FileManager.default.removeItem(at: album) }
+        try await ServerFixtures.application(album: album).test(.router) { client in
+            let json: HTTPFields = [.contentType: "application/json"]
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: json, body: ByteBuffer(string: "{not json")) { response in
+                #expect(response.status == .badRequest)
+                let error = try #require(try ServerFixtures.json(response.body)["error"] as? [String: Any])
+                #expect((error["message"] as? String ?? "").contains("input"))
+            }
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: json, body: try Self.body(["record": true])) {
+                #expect($0.status == .badRequest)
+            }
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: json,
+                                     body: try Self.body(["input": Self.walk, "threshold": 2])) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: json,
+                                     body: ByteBuffer(string: "{\"input\": \"" + String(repeating: "a", count: 70_000) + "\"}")) {
+                #expect($0.status == .contentTooLarge)
+            }
+            for (uri, method) in [("/api/v1/sources/s99", HTTPRequest.Method.get), ("/api/v1/sources/s99", .delete),
+                                  ("/api/v1/sources/s99/snapshot.jpg", .get)] {
+                try await client.execute(uri: uri, method: method) { #expect($0.status == .notFound, "\(uri)") }
+            }
+            // A source that cannot be opened is listed as failed, with the reader's reason.
+            let id = try await client.execute(uri: "/api/v1/sources", method: .post, headers: json,
+                                              body: try Self.body(["input": "/nonexistent/cam.mp4"])) { response in
+                try #require(try ServerFixtures.json(response.body)["id"] as? String)
+            }
+            var status: [String: Any] = [:]
+            for _ in 0..<100 {
+                status = try await client.execute(uri: "/api/v1/sources/\(id)", method: .get) { try ServerFixtures.json($0.body) }
+                if status["state"] as? String == "failed" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(status["state"] as? String == "failed" && (status["message"] as? String ?? "").contains("/nonexistent/cam.mp4"), "\(status)")
+            try await client.execute(uri: "/api/v1/sources/\(id)/frames/abc.jpg", method: .get) { #expect($0.status == .badRequest) }
+            try await client.execute(uri: "/api/v1/sources/\(id)/frames/5.jpg", method: .get) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/v1/sources/\(id)", method: .delete) { #expect($0.status == .noContent) }
+        }
+    }
+}
