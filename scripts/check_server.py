@@ -127,6 +127,10 @@ def main():
         except subprocess.TimeoutExpired:
             server.kill()
             check("SIGTERM stops the server gracefully", False, "still running after 10 s")
+        try:
+            sigterm_while_recording(args.spotter, album)
+        except Exception as error:
+            check("SIGTERM while recording", False, f"{type(error).__name__}: {error}")
         shutil.rmtree(work, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
@@ -183,6 +187,51 @@ def live_view(driver, base, artifacts):
     api(base, f"/api/v1/sources/{source['id']}", method="DELETE")
     clips = api(base, "/api/v1/album?source=" + urllib.parse.quote(LIVE_VIDEO))["clips"]
     check("removing the source finishes its open clip into the album", len(clips) >= 1 and not any(c["incomplete"] for c in clips), clips)
+
+
+def start_server(spotter, album):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(port), "--model", MODEL],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(base + "/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return server, base
+
+
+def sigterm_while_recording(spotter, album):
+    """SIGTERM with two sources mid-clip: exit 0, every clip complete and readable by ffprobe, and a
+    restarted server lists the same album."""
+    server, base = start_server(spotter, album)
+    try:
+        ids = [api(base, "/api/v1/sources", {"input": LIVE_VIDEO, "realtime": True})["id"] for _ in range(2)]
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(api(base, f"/api/v1/sources/{i}")["recording"] for i in ids):
+            time.sleep(0.2)
+        check("two sources record at once", all(api(base, f"/api/v1/sources/{i}")["recording"] for i in ids))
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=30)
+    check("SIGTERM while recording exits 0", server.returncode == 0, errors[-500:])
+    server, base = start_server(spotter, album)
+    try:
+        clips = api(base, "/api/v1/album?source=" + urllib.parse.quote(LIVE_VIDEO))["clips"]
+        complete = [c for c in clips if not c["incomplete"]]
+        frames = []
+        for clip in complete:
+            path = os.path.join(album, "clips", clip["url"].rsplit("/", 1)[-1])
+            out = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                  "stream=nb_read_frames", "-of", "csv=p=0", path], capture_output=True, text=True).stdout.strip()
+            frames.append((clip["frames"], int(out or 0)))
+        check("after a restart the album lists every clip, complete, with the frames ffprobe counts",
+              len(clips) >= 3 and len(complete) == len(clips) and all(a == b for a, b in frames), (len(clips), frames))
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,24 @@ final class RunLog: @unchecked Sendable {
     var decodeTimes: [Date] { lock.withLock { decodedAt } }
 }
 
+final class ProcessBox: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: Process?
+    var process: Process? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+final class MessageLog: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func add(_ message: String) { lock.withLock { stored.append(message) } }
+    var messages: [String] { lock.withLock { stored } }
+}
+
 @Suite struct SourceRunTests {
     static let walk = Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path
 
@@ -94,5 +112,61 @@ final class RunLog: @unchecked Sendable {
         let run = SourceRun(input: "/nonexistent/video.mp4", recorder: nil, detect: { _ in [] }, events: { log.record($0) })
         #expect(throws: MediaError.self) { try run.run() }
         #expect(log.stateLog == [.opening, .failed])
+    }
+
+    /// A live stream (ffmpeg serving MPEG-TS on 127.0.0.1) killed mid-clip: the clip is finished and
+    /// indexed with every frame ffprobe finds in it, and the run reconnects when the stream returns.
+    @Test func aLiveStreamThatDiesMidClipIsFinishedAndReconnectedWhenItReturns() throws {
+        let directory = try temporaryDirectory("source-reconnect")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = Int.random(in: 20_000...40_000)
+        @Sendable func serve() throws -> Process {
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            server.arguments = ["ffmpeg", "-v", "error", "-re", "-stream_loop", "-1", "-i", Self.walk, "-c", "copy", "-f", "mpegts",
+                                "tcp://127.0.0.1:\(port)?listen=1"]
+            try server.run()
+            return server
+        }
+        let first = try serve()
+        defer { first.terminate() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let album = try Album(directory: directory)
+        let session = try ClipSession(album: album, source: "tcp", options: .init(frameRate: 30), events: { _ in })
+        var options = SourceRun.Options(reconnect: true, maxBackoff: 1, reader: .init(openTimeout: 3, readTimeout: 2))
+        options.pipeline.live = true
+        let log = RunLog()
+        let run = SourceRun(input: "tcp://127.0.0.1:\(port)", options: options, recorder: session, detect: Self.everyFrame,
+                            events: { log.record($0) })
+        let stop = run.stopRequested
+        let outcome = MessageLog()
+        let second = ProcessBox()
+        defer { second.process?.terminate() }
+        // The stream's life, on another thread, while this one runs the source.
+        Thread.detachNewThread {
+            func waitFor(_ what: String, _ condition: () -> Bool) {
+                let deadline = Date().addingTimeInterval(20)
+                while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+                if !condition() { outcome.add("timed out waiting for \(what)") }
+            }
+            waitFor("frames") { log.times.count > 20 }
+            kill(first.processIdentifier, SIGKILL)
+            first.waitUntilExit()
+            waitFor("the clip to be indexed") { ((try? album.clips().count) ?? 0) == 1 }
+            let dead = log.times.count
+            do { second.process = try serve() } catch { outcome.add("\(error)") }
+            waitFor("frames after reconnecting") { log.times.count > dead + 20 }
+            stop.set()
+        }
+        try run.run()
+        #expect(outcome.messages.isEmpty, "\(outcome.messages)")
+        let states = log.stateLog
+        let reconnecting = try #require(states.firstIndex(of: .reconnecting), "\(states)")
+        #expect(states[reconnecting...].contains(.running) && states.last == .stopped, "\(states)")
+        let clips = try album.clips()
+        #expect(clips.count == 2 && clips.allSatisfy { !$0.incomplete }, "\(clips)")
+        for clip in clips {
+            #expect(try Probe(directory.appendingPathComponent(clip.clip).path).frames == clip.frames)
+        }
     }
 }
