@@ -63,8 +63,18 @@ def main():
     subprocess.run([args.spotter, "record", VIDEO, "--album", album, "--model", MODEL], check=True, capture_output=True)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    # The demo-videos page pulls its sample from this loopback server, through a catalog naming it.
+    files_server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Fixtures", "http_server.py"), SHARED],
+                                    stdout=subprocess.PIPE, text=True)
+    served = json.loads(files_server.stdout.readline())
+    catalog = os.path.join(work, "catalog.json")
+    with open(catalog, "w") as f:
+        json.dump([{"name": "walk-demo", "kind": "sample", "url": f"http://127.0.0.1:{served['port']}/crawl/video.mkv",
+                    "packaging": "file", "files": ["walk-demo.mkv"], "size": served["files"]["video.mkv"]["size"],
+                    "sha256": served["files"]["video.mkv"]["sha256"], "license": "CC-BY 4.0", "summary": "a person signing"}], f)
+    environment = dict(os.environ, SPOTTER_CATALOG=catalog, XDG_CACHE_HOME=os.path.join(work, "cache"))
     server = subprocess.Popen([args.spotter, "serve", "--album", album, "--port", str(port), "--model", MODEL],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
     driver = None
     try:
         for _ in range(100):
@@ -115,11 +125,13 @@ def main():
         check("Delete on the page removes the clip from the index", clips == [], clips)
 
         live_view(driver, base, args.artifacts)
+        demo_videos(driver, base, args.artifacts)
     except Exception as error:  # a browser or server failure is a failed check, with what it said
         check("browser session", False, f"{type(error).__name__}: {error}")
     finally:
         if driver:
             driver.quit()
+        files_server.terminate()
         server.terminate()
         try:
             _, errors = server.communicate(timeout=10)
@@ -187,6 +199,36 @@ def live_view(driver, base, artifacts):
     api(base, f"/api/v1/sources/{source['id']}", method="DELETE")
     clips = api(base, "/api/v1/album?source=" + urllib.parse.quote(LIVE_VIDEO))["clips"]
     check("removing the source finishes its open clip into the album", len(clips) >= 1 and not any(c["incomplete"] for c in clips), clips)
+
+
+def demo_videos(driver, base, artifacts):
+    """The demo-videos page downloads a sample from the loopback server with a visible progress bar,
+    then processes it as a job whose clips land in the album."""
+    driver.get(base + "/samples")
+    wait = WebDriverWait(driver, 60)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr[data-name='walk-demo'] button.download"))
+    row = driver.find_element(By.CSS_SELECTOR, "tr[data-name='walk-demo']")
+    check("the demo page lists the sample as not downloaded", "not downloaded" in row.find_element(By.CSS_SELECTOR, ".status").text)
+    row.find_element(By.CSS_SELECTOR, "button.download").click()
+    wait.until(lambda d: d.execute_script("const p = document.querySelector(\"tr[data-name='walk-demo'] progress\"); return !p.hidden && p.value > 0"))
+    driver.save_screenshot(os.path.join(artifacts, "demo-videos.png"))
+    wait.until(lambda d: "cached" in d.find_element(By.CSS_SELECTOR, "tr[data-name='walk-demo'] .status").text)
+    seen = driver.execute_script("return window.spotter.progress['walk-demo'] || []")
+    check("the progress bar showed the download partway", any(0 < (v or 0) < 100 for v in seen), seen)
+    samples = api(base, "/api/v1/samples")["samples"]
+    check("the API says the sample is cached", any(s["name"] == "walk-demo" and s["cached"] for s in samples), samples)
+    driver.find_element(By.CSS_SELECTOR, "tr[data-name='walk-demo'] button.process").click()
+    wait.until(lambda d: "/live?source=" in d.current_url)
+    source = driver.current_url.rsplit("=", 1)[-1]
+    wait.until(lambda d: api(base, f"/api/v1/sources/{source}")["state"] == "finished")
+    status = api(base, f"/api/v1/sources/{source}")
+    check("processing the sample runs it to the end as a job", status["percent"] == 100 and status["clips"] >= 1, status)
+    wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".source .clips").text.endswith(("clip", "clips")))
+    driver.save_screenshot(os.path.join(artifacts, "processing.png"))
+    driver.find_element(By.CSS_SELECTOR, ".source .clips").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".clip"))
+    cards = driver.find_elements(By.CSS_SELECTOR, ".clip")
+    check("its clips link opens the album filtered to them", len(cards) == status["clips"], (len(cards), status["clips"]))
 
 
 def start_server(spotter, album):

@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     /// Turns a source's input into what the reader opens (the CLI resolves sample names through
     /// the model store). Default: the input as given.
     public var resolveInput: @Sendable (String) throws -> String = { $0 }
+    /// The sample videos of the demo page (the CLI's model store). Default none: the page says so.
+    public var samples: (any SampleLibrary)?
 
     public init(album: URL, modelPath: String, detector: ObjectDetector.Options = .init(), host: String = "127.0.0.1", port: Int = 8080,
                 token: String? = nil) {

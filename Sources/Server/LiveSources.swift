@@ -56,6 +56,8 @@ final class LiveSource: @unchecked Sendable {
     let path: String
     let classes: Set<String>?
     let threshold: Float
+    /// The source's name in the album: URLs and devices as given, files as absolute paths.
+    let albumSource: String
     let created = Date()
 
     /// What the live view needs of one frame.
@@ -92,6 +94,7 @@ final class LiveSource: @unchecked Sendable {
         let classes = spec.classes ?? ["person"]
         self.classes = classes.isEmpty ? nil : Set(classes.map { $0.lowercased() })
         threshold = spec.threshold ?? 0.5
+        albumSource = path.contains("://") || path.hasPrefix("/") ? path : URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
     /// Starts the run on a thread of its own: opens the input, then reads, detects on the shared
@@ -109,8 +112,7 @@ final class LiveSource: @unchecked Sendable {
             var recorder: ClipSession?
             if spec.record ?? true {
                 do {
-                    let source = path.contains("://") || path.hasPrefix("/") ? path : URL(fileURLWithPath: path).standardizedFileURL.path
-                    recorder = try ClipSession(album: album, source: source, options: .init(frameRate: reader.info.frameRate ?? 25),
+                    recorder = try ClipSession(album: album, source: albumSource, options: .init(frameRate: reader.info.frameRate ?? 25),
                                                events: { [self] event in recorderEvent(event, events: events) })
                 } catch {
                     update(state: .failed, message: "\(error)", events: events)
@@ -270,7 +272,7 @@ final class LiveSource: @unchecked Sendable {
                 "recording": recording, "clips": clips, "frames": frames,
                 "received": stats.received, "processed": stats.processed, "dropped": stats.dropped,
                 "fps": round1(stats.fps), "inference_ms": round1(stats.inferenceMilliseconds),
-                "snapshot_url": "/api/v1/sources/\(id)/snapshot.jpg",
+                "snapshot_url": "/api/v1/sources/\(id)/snapshot.jpg", "album_source": albumSource,
             ]
             if let message { object["message"] = message }
             if let info {

@@ -64,8 +64,19 @@ enum OpenAPI {
                 "parameters": [sourceID, parameter("name", "path", "string", "N.jpg"), parameter("boxes", "query", "boolean", "draw the boxes (default false)")],
                 "responses": ["200": response("JPEG", "image/jpeg"), "400": error, "404": error, "401": unauthorized],
             ]],
+            "/samples": ["get": ["summary": "Demo videos: download with progress, then process",
+                                 "responses": ["200": response("HTML page", "text/html"), "401": unauthorized]]],
+            "/api/v1/samples": ["get": [
+                "summary": "The catalog's sample videos: name, summary, size, cached, download progress",
+                "responses": ["200": response("{\"samples\": [{name, summary, license, size, cached, downloading, progress}]}"), "401": unauthorized],
+            ]],
+            "/api/v1/samples/{name}/pull": ["post": [
+                "summary": "Download a sample into the cache; progress comes as download_progress events",
+                "parameters": [parameter("name", "path", "string", "sample name")],
+                "responses": ["200": response("already cached"), "202": response("downloading"), "404": error, "401": unauthorized],
+            ]],
             "/api/v1/events": ["get": [
-                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed",
+                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, download_progress, download_finished, download_failed",
                 "parameters": [parameter("source", "query", "string", "only this source's events"),
                                parameter("types", "query", "string", "comma-separated event types to keep")],
                 "responses": ["200": response("an endless event stream", "text/event-stream"), "401": unauthorized],

@@ -20,7 +20,7 @@ enum Pages {
           a { color: #7cc4ff; }
           nav a { margin-right: 12px; }
           #sources { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 14px; }
-          #sources.single { grid-template-columns: 1fr; }
+          #sources.single { grid-template-columns: minmax(0, 960px); }
           .source { background: #1b1b1b; border-radius: 6px; overflow: hidden; }
           .view { position: relative; background: #000; line-height: 0; }
           .view img { width: 100%; display: block; }
@@ -41,7 +41,7 @@ enum Pages {
         <body>
         <header>
           <h1>Spotter album</h1>
-          <nav><a href="/live">Live</a></nav>
+          <nav><a href="/live">Live</a><a href="/samples">Demo videos</a></nav>
           <label>Label <input id="label" placeholder="person" size="10"></label>
           <label>Source <input id="source" placeholder="any" size="24"></label>
           <label>From <input id="from" type="date"></label>
@@ -114,6 +114,7 @@ enum Pages {
           $("more").hidden = !next;
           $("empty").hidden = $("clips").children.length > 0;
         }
+        for (const [key, value] of new URLSearchParams(location.search)) if ($(key)) $(key).value = value;
         $("apply").onclick = () => load(query(), true);
         $("more").onclick = () => next && load(next, false);
         load(query(), true);
@@ -131,7 +132,7 @@ enum Pages {
         <body>
         <header>
           <h1>Spotter live</h1>
-          <nav><a href="/live">All sources</a><a href="/album">Album</a></nav>
+          <nav><a href="/live">All sources</a><a href="/samples">Demo videos</a><a href="/album">Album</a></nav>
           <form id="add">
             <input id="input" placeholder="rtsp://camera/stream, /dev/video0, file or sample" size="40" required>
             <label><input id="record" type="checkbox" checked> record</label>
@@ -172,7 +173,9 @@ enum Pages {
           c.progress = document.createElement("progress"); c.progress.max = 100; c.progress.hidden = true;
           const remove = document.createElement("button"); remove.textContent = "Remove";
           remove.onclick = async () => { await fetch("/api/v1/sources/" + status.id, { method: "DELETE" }); refresh(); };
-          info.append(name, c.state, c.progress, c.stats, remove);
+          c.clips = document.createElement("a"); c.clips.className = "clips";
+          c.clips.href = "/album?source=" + encodeURIComponent(status.album_source || status.input);
+          info.append(name, c.state, c.progress, c.stats, c.clips, remove);
           c.root.append(c.view, info);
           $("sources").append(c.root);
           return c;
@@ -232,6 +235,7 @@ enum Pages {
             c.state.textContent = status.state + (status.message ? ": " + status.message : "");
             c.state.className = "state-" + status.state;
             c.rec.hidden = !status.recording;
+            c.clips.textContent = status.clips ? status.clips + " clip" + (status.clips > 1 ? "s" : "") : "";
             showStats(c, status);
           }
           for (const id of Object.keys(cards)) if (!seen.has(id)) { cards[id].root.remove(); delete cards[id]; }
@@ -244,7 +248,7 @@ enum Pages {
           if (c) { c.pending = d; pump(c); }
         });
         events.addEventListener("clip_started", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) c.rec.hidden = false; });
-        events.addEventListener("clip_finished", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) c.rec.hidden = true; });
+        events.addEventListener("clip_finished", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) { c.rec.hidden = true; refresh(); } });
         for (const type of ["source_stats", "job_progress"]) {
           events.addEventListener(type, (e) => { const s = JSON.parse(e.data); const c = cards[s.source]; if (c) showStats(c, s); });
         }
@@ -260,6 +264,94 @@ enum Pages {
         };
         refresh();
         setInterval(refresh, 5000);
+        </script>
+        </body></html>
+        """
+
+    /// The catalog's sample videos: download with a progress bar (bytes, rate, time left), then
+    /// process one as a job and watch it on the live page.
+    static let samples = """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><title>Spotter demo videos</title>
+        <meta name="viewport" content="width=device-width, initial-scale=1">\(style)
+        <style> table { border-collapse: collapse; } td, th { padding: 8px 12px; border-bottom: 1px solid #333; text-align: left; } </style></head>
+        <body>
+        <header>
+          <h1>Spotter demo videos</h1>
+          <nav><a href="/live">Live</a><a href="/album">Album</a></nav>
+        </header>
+        <main>
+          <table><thead><tr><th>Video</th><th>Size</th><th>Status</th><th></th></tr></thead><tbody id="samples"></tbody></table>
+          <p id="none" hidden>No sample videos: this server has no catalog.</p>
+        </main>
+        <script>
+        const $ = (id) => document.getElementById(id);
+        const rows = {};
+        // Progress values the bars showed, for people and for tests.
+        window.spotter = { progress: {} };
+        const mb = (bytes) => (bytes / 1048576).toFixed(1) + " MB";
+        function row(sample) {
+          const tr = document.createElement("tr");
+          tr.dataset.name = sample.name;
+          const name = document.createElement("td");
+          name.innerHTML = "<b></b><br><small></small>";
+          name.querySelector("b").textContent = sample.name;
+          name.querySelector("small").textContent = sample.summary + " (" + sample.license + ")";
+          const size = document.createElement("td"); size.textContent = sample.size ? mb(sample.size) : "?";
+          const status = document.createElement("td"); status.className = "status";
+          const bar = document.createElement("progress"); bar.max = 100; bar.hidden = true;
+          const text = document.createElement("span");
+          status.append(bar, text);
+          const actions = document.createElement("td");
+          const download = document.createElement("button"); download.textContent = "Download"; download.className = "download";
+          const process = document.createElement("button"); process.textContent = "Process"; process.className = "process";
+          download.onclick = async () => {
+            download.disabled = true;
+            const r = await fetch("/api/v1/samples/" + encodeURIComponent(sample.name) + "/pull", { method: "POST" });
+            if (!r.ok) { text.textContent = (await r.json()).error.message; download.disabled = false; }
+            else if ((await r.json()).state === "cached") refresh();
+          };
+          process.onclick = async () => {
+            const r = await fetch("/api/v1/sources", { method: "POST", headers: { "Content-Type": "application/json" },
+              body: JSON.stringify({ input: sample.name, record: true }) });
+            const body = await r.json();
+            if (!r.ok) { text.textContent = body.error.message; return; }
+            location.href = "/live?source=" + body.id;
+          };
+          actions.append(download, process);
+          tr.append(name, size, status, actions);
+          $("samples").append(tr);
+          return { tr, bar, text, download, process };
+        }
+        function show(r, sample) {
+          r.download.hidden = sample.cached;
+          r.process.hidden = !sample.cached;
+          r.bar.hidden = !sample.downloading;
+          r.download.disabled = sample.downloading;
+          r.text.textContent = sample.cached ? "cached" : sample.downloading ? "downloading" : "not downloaded";
+          if (sample.progress) progress(r, sample.progress);
+        }
+        function progress(r, p) {
+          r.bar.hidden = false;
+          r.download.disabled = true;
+          if (p.percent !== undefined) r.bar.value = p.percent;
+          (window.spotter.progress[p.name] = window.spotter.progress[p.name] || []).push(p.percent);
+          r.text.textContent = mb(p.received) + (p.total ? " of " + mb(p.total) : "") + " · " + mb(p.bytes_per_second) + "/s"
+            + (p.eta_s !== undefined ? " · " + Math.ceil(p.eta_s) + " s left" : "");
+        }
+        async function refresh() {
+          const body = await (await fetch("/api/v1/samples")).json();
+          for (const sample of body.samples) show(rows[sample.name] || (rows[sample.name] = row(sample)), sample);
+          $("none").hidden = body.samples.length > 0;
+        }
+        const events = new EventSource("/api/v1/events?types=download_progress,download_finished,download_failed");
+        events.addEventListener("download_progress", (e) => { const p = JSON.parse(e.data); if (rows[p.name]) progress(rows[p.name], p); });
+        events.addEventListener("download_finished", () => refresh());
+        events.addEventListener("download_failed", (e) => {
+          const f = JSON.parse(e.data);
+          refresh().then(() => { if (rows[f.name]) rows[f.name].text.textContent = "failed: " + f.message; });
+        });
+        refresh();
         </script>
         </body></html>
         """

@@ -12,6 +12,7 @@ struct Routes: Sendable {
     let album: Album
     let detection: DetectionService
     let sources: SourceHub
+    let downloads: SampleDownloads?
     let fileIO = FileIO()
     let started = Date()
 
@@ -22,7 +23,9 @@ struct Routes: Sendable {
         self.configuration = configuration
         album = try Album(directory: configuration.album)
         detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector))
-        sources = SourceHub(album: album, pool: detection.pool, events: EventHub(), resolve: configuration.resolveInput)
+        let events = EventHub()
+        sources = SourceHub(album: album, pool: detection.pool, events: events, resolve: configuration.resolveInput)
+        downloads = configuration.samples.map { SampleDownloads(library: $0, events: events) }
     }
 
     func register(on router: Router<ServerContext>) {
@@ -78,6 +81,18 @@ struct Routes: Sendable {
             }
             let boxes = request.uri.queryParameters["boxes"].map { $0 == "1" || $0 == "true" } ?? false
             return try frame(try source(context), number: number, boxes: boxes)
+        }
+
+        router.get("/samples") { _, _ in html(Pages.samples) }
+        router.get("/api/v1/samples") { _, _ in jsonResponse(["samples": downloads?.list() ?? []]) }
+        router.post("/api/v1/samples/:name/pull") { _, context in
+            let name = try context.parameters.require("name")
+            guard let downloads else { throw HTTPError(.notFound, message: "this server has no sample catalog") }
+            switch downloads.start(name) {
+            case (false, _): throw HTTPError(.notFound, message: "no sample named \(name) (GET /api/v1/samples lists them)")
+            case (true, true): return jsonResponse(["name": name, "state": "cached"])
+            case (true, false): return jsonResponse(["name": name, "state": "downloading"], status: .accepted)
+            }
         }
 
         router.post("/api/v1/detect") { request, context in try await detect(request, context, deepStack: false) }

@@ -67,6 +67,7 @@ struct Serve: AsyncParsableCommand {
         if let config { configuration.sources = try Self.sources(inConfig: config) }
         let store = try detector.store.makeStore()
         configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: store) }
+        configuration.samples = StoreSamples(store: store)
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let address = "http://\(host):\(port)/live", folder = album
         do {
@@ -103,5 +104,23 @@ struct Serve: AsyncParsableCommand {
             throw CommandFailure("the sample \(input) is not downloaded yet: run `spotter samples pull \(input)` first")
         }
         return item.mainFile.path
+    }
+}
+
+/// The model store's sample videos, as the server's demo page shows them.
+struct StoreSamples: SampleLibrary {
+    let store: ModelStore
+
+    func samples() -> [SampleVideo] {
+        store.catalog.entries.filter { $0.kind == .sample }.map { entry in
+            SampleVideo(name: entry.name, summary: entry.summary, license: entry.license, size: entry.size,
+                        cachedPath: (try? store.cached(entry.name))?.map { $0.mainFile.path })
+        }
+    }
+
+    func pull(_ name: String, progress: @escaping (SampleProgress) -> Void) throws -> String {
+        try store.pull(name) { event in
+            if case .progress(let p) = event { progress(SampleProgress(received: p.received, total: p.total, bytesPerSecond: p.bytesPerSecond)) }
+        }.mainFile.path
     }
 }

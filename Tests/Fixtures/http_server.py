@@ -8,6 +8,7 @@ Serves on 127.0.0.1 (port chosen by the OS) and prints one JSON line to stdout:
   /drop/NAME      the first request without a Range header gets half the file, then the
                   connection closes; later requests behave like /files/NAME
   /slow/NAME      like /files/NAME, sent in 64 KiB pieces with 20 ms pauses
+  /crawl/NAME     like /files/NAME, sent in 8 KiB pieces with 50 ms pauses (progress bars to watch)
   /stall/NAME     headers and 1000 bytes, then silence for 60 s
   /html/NAME      200 with an HTML sign-in page instead of the file
   /status/CODE    that status with a small HTML body
@@ -100,10 +101,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 time.sleep(60)
                 return
-            if mode == "slow":
-                for offset in range(0, len(body), 65536):
-                    self.wfile.write(body[offset:offset + 65536])
-                    time.sleep(0.02)
+            if mode in ("slow", "crawl"):
+                piece, pause = (65536, 0.02) if mode == "slow" else (8192, 0.05)
+                for offset in range(0, len(body), piece):
+                    self.wfile.write(body[offset:offset + piece])
+                    self.wfile.flush()
+                    time.sleep(pause)
                 return
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):

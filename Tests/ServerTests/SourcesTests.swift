@@ -107,3 +107,52 @@ import TestSupport
         }
     }
 }
+
+/// A catalog of one sample whose pull reports three steps and then "caches" the shared video.
+final class SampleDouble: SampleLibrary, @unchecked Sendable {
+    // `cached` is guarded by `lock`.
+    private let lock = NSLock()
+    private var cached: String?
+    let video = Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path
+
+    func samples() -> [SampleVideo] {
+        [SampleVideo(name: "walk", summary: "a person signing", license: "CC-BY-4.0", size: 300, cachedPath: lock.withLock { cached })]
+    }
+
+    func pull(_ name: String, progress: @escaping (SampleProgress) -> Void) throws -> String {
+        for received in [100, 200, 300] {
+            progress(SampleProgress(received: received, total: 300, bytesPerSecond: 1000))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        lock.withLock { cached = video }
+        return video
+    }
+}
+
+@Suite struct SamplesTests {
+    @Test func aSampleIsPulledInTheBackgroundAndThenListedAsCached() async throws {
+        var configuration = ServerFixtures.configuration()
+        configuration.samples = SampleDouble()
+        try await Application(router: try buildRouter(configuration: configuration)).test(.router) { client in
+            try await client.execute(uri: "/api/v1/samples", method: .get) { response in
+                let samples = try #require(try ServerFixtures.json(response.body)["samples"] as? [[String: Any]])
+                #expect(samples.count == 1 && samples[0]["cached"] as? Bool == false && samples[0]["size"] as? Int == 300, "\(samples)")
+            }
+            try await client.execute(uri: "/api/v1/samples/walk/pull", method: .post) { #expect($0.status == .accepted) }
+            try await client.execute(uri: "/api/v1/samples/nothing/pull", method: .post) { #expect($0.status == .notFound) }
+            var cached = false
+            for _ in 0..<100 where !cached {
+                try await Task.sleep(for: .milliseconds(50))
+                cached = try await client.execute(uri: "/api/v1/samples", method: .get) { response in
+                    let samples = try ServerFixtures.json(response.body)["samples"] as? [[String: Any]]
+                    return samples?.first?["cached"] as? Bool == true
+                }
+            }
+            #expect(cached)
+            try await client.execute(uri: "/api/v1/samples/walk/pull", method: .post) { response in
+                let state = try ServerFixtures.json(response.body)["state"] as? String
+                #expect(response.status == .ok && state == "cached")
+            }
+        }
+    }
+}
