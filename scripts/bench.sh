@@ -4,6 +4,7 @@
 #   scripts/bench.sh --pipeline [--rounds 2] [--long]               video and record against pipeline_py.py
 #   scripts/bench.sh --startup [--rounds 5]                         one picture, short clips, a busy core
 #   scripts/bench.sh --serve [--seconds 10] [--connections 4]       detect endpoint against a Python HTTP peer
+#   scripts/bench.sh --sources [--seconds 15]                       live sources per machine, cost of viewers
 #   scripts/bench.sh --rectangles                                   accuracy and time against the OpenCV recipe
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,9 @@ if [ "${1:-}" = "--pipeline" ]; then
 elif [ "${1:-}" = "--serve" ]; then
   shift
   "$venv/bin/python" scripts/bench_serve.py .build/release/spotter "$@"
+elif [ "${1:-}" = "--sources" ]; then
+  shift
+  "$venv/bin/python" scripts/bench_sources.py .build/release/spotter "$@"
 elif [ "${1:-}" = "--rectangles" ]; then
   shift
   [ -f fixtures-generated/rectangles/truth.json ] || "$venv/bin/python" scripts/make_rectangle_set.py

@@ -230,6 +230,18 @@ def demo_videos(driver, base, artifacts):
     cards = driver.find_elements(By.CSS_SELECTOR, ".clip")
     check("its clips link opens the album filtered to them", len(cards) == status["clips"], (len(cards), status["clips"]))
 
+    # Your own video: uploaded from the page, then processed as a job.
+    driver.get(base + "/samples")
+    wait.until(lambda d: d.find_elements(By.ID, "file"))
+    driver.find_element(By.ID, "file").send_keys(os.path.join(SHARED, "videos", "asl-again.mkv"))
+    driver.find_element(By.CSS_SELECTOR, "#upload button").click()
+    wait.until(lambda d: "/live?source=" in d.current_url)
+    source = driver.current_url.rsplit("=", 1)[-1]
+    wait.until(lambda d: api(base, f"/api/v1/sources/{source}")["state"] in ("finished", "failed"))
+    status = api(base, f"/api/v1/sources/{source}")
+    check("an uploaded video is processed into clips", status["state"] == "finished" and status["clips"] >= 1
+          and status["input"].endswith("/uploads/asl-again.mkv"), status)
+
 
 def start_server(spotter, album):
     port = free_port()

@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var detector: ObjectDetector.Options
     /// Largest upload accepted, in bytes. Default 32 MiB.
     public var maxUploadBytes = 32 << 20
+    /// Largest video upload (`POST /api/v1/uploads`), in bytes. Default 2 GiB.
+    public var maxVideoUploadBytes = 2 << 30
     /// Largest JSON body accepted, in bytes. Default 64 KiB.
     public var maxJSONBytes = 64 << 10
     /// Sources started with the server (the config file's); the API adds and removes more.

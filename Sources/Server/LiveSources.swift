@@ -1,5 +1,6 @@
 import Detection
 import Foundation
+import Hummingbird
 import Imaging
 import Media
 import Pipeline
@@ -82,7 +83,7 @@ final class LiveSource: @unchecked Sendable {
     private var lastLatencyMilliseconds = 0.0
     // JPEGs of recent frames, made on first request; guarded by `encodeLock`.
     private let encodeLock = NSLock()
-    private var encoded: [(number: Int, boxes: Bool, bytes: [UInt8])] = []
+    private var encoded: [(number: Int, boxes: Bool, bytes: ByteBuffer)] = []
     private var annotator: Annotator?
     /// Signalled when the run's thread ends.
     private let ended = DispatchSemaphore(value: 0)
@@ -245,7 +246,7 @@ final class LiveSource: @unchecked Sendable {
 
     /// The JPEG of frame `number` (one of the last few), with boxes drawn when asked; nil when that
     /// frame is gone. Each is encoded once.
-    func jpeg(frame number: Int?, boxes: Bool) throws -> (number: Int, bytes: [UInt8])? {
+    func jpeg(frame number: Int?, boxes: Bool) throws -> (number: Int, bytes: ByteBuffer)? {
         guard let shot = lock.withLock({ number.map { n in recent.first { $0.number == n } } ?? recent.last }) else { return nil }
         return try encodeLock.withLock {
             if let hit = encoded.first(where: { $0.number == shot.number && $0.boxes == boxes }) { return (hit.number, hit.bytes) }
@@ -254,7 +255,8 @@ final class LiveSource: @unchecked Sendable {
                 if annotator == nil { annotator = try Annotator() }
                 annotator?.draw(shot.frame.detections ?? [], on: &image)
             }
-            let bytes = try ImageFile.encode(image, format: .jpeg(quality: 80), path: "frame \(shot.number)")
+            // Kept as a ByteBuffer: every response shares its storage instead of copying it.
+            let bytes = ByteBuffer(bytes: try ImageFile.encode(image, format: .jpeg(quality: 80), path: "frame \(shot.number)"))
             encoded.append((shot.number, boxes, bytes))
             if encoded.count > 8 { encoded.removeFirst() }
             return (shot.number, bytes)

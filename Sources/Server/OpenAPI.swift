@@ -75,6 +75,13 @@ enum OpenAPI {
                 "parameters": [parameter("name", "path", "string", "sample name")],
                 "responses": ["200": response("already cached"), "202": response("downloading"), "404": error, "401": unauthorized],
             ]],
+            "/api/v1/uploads": ["post": [
+                "summary": "Upload a video to process (raw body, streamed to disk); then POST /api/v1/sources with its path",
+                "parameters": [parameter("name", "query", "string", "file name to keep (letters, digits, -_)")],
+                "requestBody": ["required": true, "content": ["application/octet-stream": ["schema": ["type": "string", "format": "binary"]]]],
+                "responses": ["201": response("{path, name, size, container}"), "400": error, "413": error, "415": error, "507": error,
+                              "401": unauthorized],
+            ]],
             "/api/v1/events": ["get": [
                 "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, download_progress, download_finished, download_failed",
                 "parameters": [parameter("source", "query", "string", "only this source's events"),

@@ -283,6 +283,9 @@ enum Pages {
         <main>
           <table><thead><tr><th>Video</th><th>Size</th><th>Status</th><th></th></tr></thead><tbody id="samples"></tbody></table>
           <p id="none" hidden>No sample videos: this server has no catalog.</p>
+          <h2>Your own video</h2>
+          <form id="upload"><input id="file" type="file" accept="video/*" required> <button>Upload and process</button>
+            <progress id="uploaded" max="100" hidden></progress> <span id="uploadStatus"></span></form>
         </main>
         <script>
         const $ = (id) => document.getElementById(id);
@@ -351,6 +354,26 @@ enum Pages {
           const f = JSON.parse(e.data);
           refresh().then(() => { if (rows[f.name]) rows[f.name].text.textContent = "failed: " + f.message; });
         });
+        // Upload with a progress bar (XMLHttpRequest reports upload progress; fetch does not), then process.
+        $("upload").onsubmit = (e) => {
+          e.preventDefault();
+          const file = $("file").files[0];
+          const xhr = new XMLHttpRequest();
+          xhr.open("POST", "/api/v1/uploads?name=" + encodeURIComponent(file.name));
+          $("uploaded").hidden = false;
+          xhr.upload.onprogress = (p) => { if (p.lengthComputable) $("uploaded").value = 100 * p.loaded / p.total; };
+          xhr.onload = async () => {
+            const body = JSON.parse(xhr.responseText);
+            if (xhr.status !== 201) { $("uploadStatus").textContent = body.error.message; return; }
+            const r = await fetch("/api/v1/sources", { method: "POST", headers: { "Content-Type": "application/json" },
+              body: JSON.stringify({ input: body.path, record: true }) });
+            const source = await r.json();
+            if (!r.ok) { $("uploadStatus").textContent = source.error.message; return; }
+            location.href = "/live?source=" + source.id;
+          };
+          xhr.onerror = () => { $("uploadStatus").textContent = "the upload failed"; };
+          xhr.send(file);
+        };
         refresh();
         </script>
         </body></html>

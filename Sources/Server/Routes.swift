@@ -83,6 +83,10 @@ struct Routes: Sendable {
             return try frame(try source(context), number: number, boxes: boxes)
         }
 
+        router.post("/api/v1/uploads") { request, context in
+            try await Uploads(folder: configuration.album.appendingPathComponent("uploads"), maxBytes: configuration.maxVideoUploadBytes)
+                .receive(request, context)
+        }
         router.get("/samples") { _, _ in html(Pages.samples) }
         router.get("/api/v1/samples") { _, _ in jsonResponse(["samples": downloads?.list() ?? []]) }
         router.post("/api/v1/samples/:name/pull") { _, context in
@@ -203,7 +207,7 @@ struct Routes: Sendable {
             throw HTTPError(.notFound, message: number.map { "frame \($0) of \(source.id) is no longer kept" } ?? "\(source.id) has no frame yet")
         }
         return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store", .init("X-Frame")!: String(shown)],
-                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+                        body: .init(byteBuffer: bytes))
     }
 
     // MARK: Detection

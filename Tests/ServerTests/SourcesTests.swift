@@ -156,3 +156,40 @@ final class SampleDouble: SampleLibrary, @unchecked Sendable {
         }
     }
 }
+
+@Suite struct UploadTests {
+    static let walk = Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv")
+
+    /// An uploaded video lands byte for byte in the album's uploads folder under a safe name, never
+    /// over an earlier upload; pictures and oversized bodies are refused and leave no file behind.
+    @Test func uploadedVideosAreKeptSafelyAndBadOnesLeaveNothing() async throws {
+        let album = try SourcesTests.emptyAlbum()
+        defer { try? FileManager.default.removeItem(at: album) }
+        var configuration = ServerFixtures.configuration(album: album)
+        let video = try Fixtures.bytes(Self.walk)
+        configuration.maxVideoUploadBytes = video.count + 10
+        let uploads = album.appendingPathComponent("uploads")
+        try await Application(router: try buildRouter(configuration: configuration)).test(.router) { client in
+            var paths: [String] = []
+            for _ in 0..<2 {
+                try await client.execute(uri: "/api/v1/uploads?name=../../etc/my%20walk.mkv", method: .post, body: ByteBuffer(bytes: video)) { response in
+                    #expect(response.status == .created)
+                    let body = try ServerFixtures.json(response.body)
+                    #expect(body["container"] as? String == "mkv" && body["size"] as? Int == video.count)
+                    paths.append(body["path"] as? String ?? "")
+                }
+            }
+            #expect(paths == [uploads.appendingPathComponent("my_walk.mkv").path, uploads.appendingPathComponent("my_walk-1.mkv").path])
+            for path in paths { #expect(try Fixtures.bytes(URL(fileURLWithPath: path)) == video) }
+            try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: ServerFixtures.coffeePNG)) {
+                #expect($0.status == .unsupportedMediaType)
+            }
+            try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: video + [UInt8](repeating: 0, count: 64))) {
+                #expect($0.status == .contentTooLarge)
+            }
+            try await client.execute(uri: "/api/v1/uploads", method: .post) { #expect($0.status == .badRequest) }
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: uploads.path).sorted()
+        #expect(left == ["my_walk-1.mkv", "my_walk.mkv"], "refused uploads leave nothing: \(left)")
+    }
+}

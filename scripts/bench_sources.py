@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Live-source benchmarks of `spotter serve` (release build, 127.0.0.1):
+
+1. Sources per machine: N live sources, each the shared 768x432 10 fps video looped at real-time
+   pace (as a camera delivers it), detecting every class, not recording. N grows until a source
+   drops a frame or falls under 9.5 fps over the measured window; the largest N with every frame
+   detected is the figure (the issue's goal: 16 on 2 cores).
+2. Viewers are cheap: one source watched by 1, then 20 viewers, each reading the event stream and
+   fetching every frame's JPEG as the live page does; the server's CPU time per second in both.
+
+No Python peer runs here: the reference pipeline has no multi-source server to compare with.
+
+Usage (run by scripts/bench.sh --sources):
+  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def api(base, path, body=None, method=None):
+    request = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method=method)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        data = response.read()
+        return json.loads(data) if data else None
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def totals(base, ids):
+    statuses = [api(base, f"/api/v1/sources/{i}") for i in ids]
+    return {k: sum(s[k] for s in statuses) for k in ("received", "processed", "dropped")}, statuses
+
+
+def sources_per_machine(base, seconds, largest):
+    best = 0
+    n = 1
+    while n <= largest:
+        ids = [api(base, "/api/v1/sources", {"input": VIDEO, "realtime": True, "loop": True, "record": False, "classes": []})["id"]
+               for _ in range(n)]
+        time.sleep(4)  # warm-up: open, first frames
+        before, _ = totals(base, ids)
+        time.sleep(seconds)
+        after, statuses = totals(base, ids)
+        for i in ids:
+            api(base, f"/api/v1/sources/{i}", method="DELETE")
+        processed = after["processed"] - before["processed"]
+        dropped = after["dropped"] - before["dropped"]
+        fps = processed / seconds / n
+        inference = sum(s["inference_ms"] for s in statuses) / n
+        ok = dropped == 0 and fps >= 9.5
+        print(f"  {n:3d} sources: {fps:5.2f} fps each, {dropped:4d} dropped, inference {inference:5.1f} ms  {'ok' if ok else 'over capacity'}",
+              flush=True)
+        if not ok:
+            break
+        best = n
+        n = n + 1 if n < 8 else n + 4
+    return best
+
+
+class Viewer(threading.Thread):
+    """Reads the event stream and fetches each frame's JPEG, one at a time, skipping to the newest."""
+
+    def __init__(self, base, source, stop):
+        super().__init__(daemon=True)
+        self.base, self.source, self.stop, self.frames = base, source, stop, 0
+
+    def run(self):
+        stream = urllib.request.urlopen(f"{self.base}/api/v1/events?source={self.source}&types=detection", timeout=30)
+        for raw in stream:
+            if self.stop.is_set():
+                break
+            line = raw.decode().strip()
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                try:
+                    urllib.request.urlopen(self.base + event["image_url"], timeout=10).read()
+                    self.frames += 1
+                except OSError:
+                    pass
+        stream.close()
+
+
+def viewers_cost(base, pid, seconds):
+    source = api(base, "/api/v1/sources", {"input": VIDEO, "realtime": True, "loop": True, "record": False})["id"]
+    time.sleep(3)
+    results = {}
+    for count in (1, 20):
+        stop = threading.Event()
+        viewers = [Viewer(base, source, stop) for _ in range(count)]
+        for v in viewers:
+            v.start()
+        time.sleep(2)
+        start_cpu, start = cpu_seconds(pid), time.time()
+        start_frames = sum(v.frames for v in viewers)
+        time.sleep(seconds)
+        cpu = (cpu_seconds(pid) - start_cpu) / (time.time() - start)
+        frames = (sum(v.frames for v in viewers) - start_frames) / seconds / count
+        stop.set()
+        results[count] = cpu
+        print(f"  {count:3d} viewer(s): server CPU {cpu * 100:5.1f}% of a core, {frames:4.1f} frames/s per viewer", flush=True)
+        time.sleep(1)
+    api(base, f"/api/v1/sources/{source}", method="DELETE")
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("spotter")
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--max", type=int, default=32)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="spotter-bench-sources-")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([args.spotter, "serve", "--album", os.path.join(work, "album"), "--port", str(port), "--model", MODEL],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        cpu = platform.processor() or platform.machine()
+        try:
+            cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        except (OSError, StopIteration):
+            pass
+        print(f"{datetime.date.today()}, {cpu}, {os.cpu_count()} cores; {os.path.basename(VIDEO)} looped at 10 fps per source")
+        print("sources per machine (every frame detected, none dropped):")
+        best = sources_per_machine(base, args.seconds, args.max)
+        print(f"  => {best} sources")
+        print("viewers of one source:")
+        cost = viewers_cost(base, server.pid, args.seconds)
+        extra = cost[20] / cost[1] - 1 if cost[1] > 0 else float("nan")
+        print(f"  => 20 viewers cost {extra * 100:+.1f}% server CPU against 1 viewer")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
