@@ -10,8 +10,13 @@
 
 No Python peer runs here: the reference pipeline has no multi-source server to compare with.
 
+3. Load (--load MINUTES): 4 live sources recording, 20 live-view clients (5 per source), an album
+   client polling twice a second and a detect request a second; the server must stay up, lose no
+   clip (every clip_finished event is in the album, complete) and keep its RSS flat; prints the
+   album list's and the detect endpoint's p50/p99 latency and RSS over time.
+
 Usage (run by scripts/bench.sh --sources):
-  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32]
+  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--load MINUTES]
 """
 import argparse
 import datetime
@@ -25,6 +30,8 @@ import tempfile
 import threading
 import time
 import urllib.request
+
+import cv2
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
@@ -129,11 +136,77 @@ def viewers_cost(base, pid, seconds):
     return results
 
 
+def timed(call):
+    start = time.perf_counter()
+    call()
+    return (time.perf_counter() - start) * 1000
+
+
+def rss_mib(base):
+    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    line = next(l for l in text.splitlines() if l.startswith("spotter_process_resident_bytes "))
+    return int(line.split()[1]) / 1048576
+
+
+def load(base, minutes):
+    ids = [api(base, "/api/v1/sources", {"input": VIDEO, "realtime": True, "loop": True, "record": True})["id"] for _ in range(4)]
+    stop = threading.Event()
+    finished = []
+    def clip_events():
+        stream = urllib.request.urlopen(f"{base}/api/v1/events?types=clip_finished", timeout=60)
+        for raw in stream:
+            line = raw.decode().strip()
+            if line.startswith("data: "):
+                finished.append(json.loads(line[6:])["clip"]["id"])
+            if stop.is_set():
+                break
+    threading.Thread(target=clip_events, daemon=True).start()
+    viewers = [Viewer(base, ids[i % 4], stop) for i in range(20)]
+    for v in viewers:
+        v.start()
+    album_ms, detect_ms, rss = [], [], []
+    picture = cv2.imencode(".jpg", cv2.resize(cv2.imread(os.path.join(SHARED, "images", "coffee.png")), (600, 400)))[1].tobytes()
+    def detect():
+        request = urllib.request.Request(base + "/api/v1/detect", data=picture, headers={"Content-Type": "image/jpeg"})
+        urllib.request.urlopen(request, timeout=30).read()
+    end = time.time() + minutes * 60
+    next_detect = next_rss = time.time()
+    while time.time() < end:
+        album_ms.append(timed(lambda: urllib.request.urlopen(base + "/api/v1/album?limit=24", timeout=30).read()))
+        if time.time() >= next_detect:
+            detect_ms.append(timed(detect))
+            next_detect += 1
+        if time.time() >= next_rss:
+            rss.append(rss_mib(base))
+            print(f"  {len(rss) * 30 - 30:4d} s: RSS {rss[-1]:6.1f} MiB, {len(finished)} clips finished", flush=True)
+            next_rss += 30
+        time.sleep(0.5)
+    for i in ids:
+        api(base, f"/api/v1/sources/{i}", method="DELETE")
+    time.sleep(1)
+    stop.set()
+    clips = api(base, "/api/v1/album?limit=500")["clips"]
+    in_album = {c["id"] for c in clips}
+    lost = [i for i in finished if i not in in_album]
+    incomplete = [c["id"] for c in clips if c["incomplete"]]
+    print(f"  album list: p50 {percentile(album_ms, 0.5):.1f} ms, p99 {percentile(album_ms, 0.99):.1f} ms ({len(album_ms)} requests)")
+    print(f"  detect: p50 {percentile(detect_ms, 0.5):.1f} ms, p99 {percentile(detect_ms, 0.99):.1f} ms ({len(detect_ms)} requests)")
+    print(f"  clips: {len(finished)} finished while running, {len(clips)} in the album, {len(lost)} lost, {len(incomplete)} incomplete")
+    print(f"  RSS: {rss[0]:.1f} MiB at the start, {max(rss):.1f} max, {rss[-1]:.1f} at the end")
+    print(f"  viewers: {sum(v.frames for v in viewers) / (minutes * 60) / 20:.1f} frames/s each")
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))] if ordered else float("nan")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("spotter")
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--max", type=int, default=32)
+    parser.add_argument("--load", type=float, help="minutes of the load run instead of the two benchmarks")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="spotter-bench-sources-")
     port = free_port()
@@ -153,6 +226,10 @@ def main():
         except (OSError, StopIteration):
             pass
         print(f"{datetime.date.today()}, {cpu}, {os.cpu_count()} cores; {os.path.basename(VIDEO)} looped at 10 fps per source")
+        if args.load:
+            print(f"load: 4 sources recording, 20 viewers, album polling, a detect request a second, {args.load:g} minutes")
+            load(base, args.load)
+            return
         print("sources per machine (every frame detected, none dropped):")
         best = sources_per_machine(base, args.seconds, args.max)
         print(f"  => {best} sources")

@@ -5,8 +5,12 @@ chromedriver (given by path, so Selenium never downloads a driver).
 Records an album from the shared asl-walk.mkv with the built `spotter record`, serves it on
 127.0.0.1, and checks in the browser that the album page lists the clip with its thumbnail, that a
 clip plays in a <video> (readyState >= 2, currentTime advances), that a seek to the middle works,
-and that deleting from the page removes the clip from the API. Writes screenshots to ARTIFACTS
-(default .build/artifacts). Prints one line per check and `N passed, M failed`.
+and that deleting from the page removes the clip from the API. Then the live page of a source fed
+by the shared person video at real-time pace (boxes within 2 px of the detection JSON of the frame
+shown, recording indicator, decode-to-display latency), the demo-videos page (a download from a
+loopback server with its progress bar, processing, an upload), and SIGTERM while two sources record
+(every clip complete after a restart). Writes screenshots to ARTIFACTS (default .build/artifacts).
+Prints one line per check and `N passed, M failed`.
 
 Usage: check_server.py SPOTTER_BINARY [--artifacts DIR]
 """
@@ -61,8 +65,6 @@ def main():
     work = tempfile.mkdtemp(prefix="spotter-serve-")
     album = os.path.join(work, "album")
     subprocess.run([args.spotter, "record", VIDEO, "--album", album, "--model", MODEL], check=True, capture_output=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     # The demo-videos page pulls its sample from this loopback server, through a catalog naming it.
     files_server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Fixtures", "http_server.py"), SHARED],
                                     stdout=subprocess.PIPE, text=True)
@@ -73,16 +75,9 @@ def main():
                     "packaging": "file", "files": ["walk-demo.mkv"], "size": served["files"]["video.mkv"]["size"],
                     "sha256": served["files"]["video.mkv"]["sha256"], "license": "CC-BY 4.0", "summary": "a person signing"}], f)
     environment = dict(os.environ, SPOTTER_CATALOG=catalog, XDG_CACHE_HOME=os.path.join(work, "cache"))
-    server = subprocess.Popen([args.spotter, "serve", "--album", album, "--port", str(port), "--model", MODEL],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
+    server, base = start_server(args.spotter, album, environment)
     driver = None
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         clips = json.load(urllib.request.urlopen(base + "/api/v1/album"))["clips"]
         check("the API lists the recorded clip", len(clips) == 1, clips)
 
@@ -243,11 +238,12 @@ def demo_videos(driver, base, artifacts):
           and status["input"].endswith("/uploads/asl-again.mkv"), status)
 
 
-def start_server(spotter, album):
+def start_server(spotter, album, environment=None):
+    """`spotter serve` on a free loopback port, once /health answers."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(port), "--model", MODEL],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
     for _ in range(100):
         try:
             urllib.request.urlopen(base + "/health", timeout=1)

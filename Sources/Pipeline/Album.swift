@@ -36,6 +36,22 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
         case createdAt = "created_at"
     }
 
+    public init(id: Int64?, source: String, clip: String, thumbnail: String?, start: Double, end: Double, duration: Double, frames: Int,
+                labels: String, bestScore: Double, createdAt: String, incomplete: Bool = false) {
+        self.id = id
+        self.source = source
+        self.clip = clip
+        self.thumbnail = thumbnail
+        self.start = start
+        self.end = end
+        self.duration = duration
+        self.frames = frames
+        self.labels = labels
+        self.bestScore = bestScore
+        self.createdAt = createdAt
+        self.incomplete = incomplete
+    }
+
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
@@ -83,6 +99,21 @@ public final class ClipReservation: @unchecked Sendable {
     }
 
     deinit { release() }
+}
+
+/// How long an album keeps its clips; nil keeps them. Oldest clips go first.
+public struct Retention: Sendable, Equatable {
+    /// Seconds a clip is kept after it was indexed. Default nil (no age limit).
+    public var maxAge: Double?
+    /// Bytes the clips, thumbnails and snapshots may take together. Default nil (no size limit).
+    public var maxBytes: Int?
+
+    public init(maxAge: Double? = nil, maxBytes: Int? = nil) {
+        self.maxAge = maxAge
+        self.maxBytes = maxBytes
+    }
+
+    public var isEmpty: Bool { maxAge == nil && maxBytes == nil }
 }
 
 /// What ``Album/repair()`` did.
@@ -281,6 +312,44 @@ public final class Album: @unchecked Sendable {
         }
         for file in files { try? FileManager.default.removeItem(at: directory.appendingPathComponent(file)) }
         return true
+    }
+
+    /// Deletes clips (file, thumbnail, snapshot and row together) that `retention` no longer keeps:
+    /// those created before `now - maxAge`, then the oldest while the album's clips, thumbnails and
+    /// snapshots take more than `maxBytes`. Clips being recorded are not indexed yet, so never touched.
+    ///
+    /// - Returns: the deleted clips, oldest first.
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    @discardableResult
+    public func prune(_ retention: Retention, now: Date = Date()) throws -> [ClipEntry] {
+        let all = try clips()
+        let parser = ISO8601DateFormatter()
+        var deleted: [ClipEntry] = []
+        var kept: [(entry: ClipEntry, bytes: Int)] = []
+        for entry in all {
+            if let maxAge = retention.maxAge, let created = parser.date(from: entry.createdAt), now.timeIntervalSince(created) > maxAge {
+                if let id = entry.id, try delete(id: id) { deleted.append(entry) }
+            } else {
+                kept.append((entry, bytes(of: entry)))
+            }
+        }
+        if let maxBytes = retention.maxBytes {
+            var total = kept.reduce(0) { $0 + $1.bytes }
+            for (entry, size) in kept where total > maxBytes {
+                if let id = entry.id, try delete(id: id) { deleted.append(entry) }
+                total -= size
+            }
+        }
+        return deleted
+    }
+
+    /// Bytes of a clip's file, thumbnail and snapshot.
+    private func bytes(of entry: ClipEntry) -> Int {
+        var files = [entry.clip]
+        if let thumbnail = entry.thumbnail { files += [thumbnail, (thumbnail as NSString).deletingPathExtension + "-full.jpg"] }
+        return files.reduce(0) { sum, file in
+            sum + ((try? FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(file).path)[.size] as? Int) ?? 0)
+        }
     }
 
     /// Writes a clip's thumbnail (``thumbnailWidth`` wide) and a full-size snapshot beside it

@@ -34,15 +34,17 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
     return Application(
         router: buildRouter(routes),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "spotter"),
-        services: [SourcesService(hub: routes.sources, initial: configuration.sources, logger: logger)],
+        services: [SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, logger: logger)],
         logger: logger)
 }
 
-/// Starts the configured sources with the server and, at shutdown (after the HTTP server has
-/// stopped taking requests), stops every source so each open clip is finished and indexed.
+/// Starts the configured sources with the server, applies the album's retention every minute,
+/// and at shutdown (after the HTTP server has stopped taking requests) stops every source so each
+/// open clip is finished and indexed.
 struct SourcesService: Service {
     let hub: SourceHub
     let initial: [SourceSpec]
+    let retention: Retention
     let logger: Logger
 
     func run() async throws {
@@ -54,7 +56,20 @@ struct SourcesService: Service {
                 logger.error("source \(spec.input): \(error)")
             }
         }
+        let pruning = Task { [hub, retention, logger] in
+            while !retention.isEmpty && !Task.isCancelled {
+                do {
+                    for entry in try hub.album.prune(retention) {
+                        hub.events.publish("clip_deleted", ["clip": clipObject(entry), "reason": "retention"])
+                    }
+                } catch {
+                    logger.error("retention: \(error)")
+                }
+                try? await Task.sleep(for: .seconds(60))
+            }
+        }
         try? await gracefulShutdown()
+        pruning.cancel()
         await hub.shutdown()
     }
 }

@@ -1,5 +1,6 @@
 import Detection
 import Foundation
+import Pipeline
 
 /// How `spotter serve` is set up.
 public struct ServerConfiguration: Sendable {
@@ -28,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     /// Turns a source's input into what the reader opens (the CLI resolves sample names through
     /// the model store). Default: the input as given.
     public var resolveInput: @Sendable (String) throws -> String = { $0 }
+    /// How long the album keeps clips (checked at start and every minute). Default: keep everything.
+    public var retention = Retention()
     /// The sample videos of the demo page (the CLI's model store). Default none: the page says so.
     public var samples: (any SampleLibrary)?
 

@@ -10,8 +10,44 @@ struct AlbumCommand: ParsableCommand {
             Examples:
               spotter album list ~/Clips
               spotter album repair ~/Clips
+              spotter album prune ~/Clips --keep-days 30 --keep-gib 20
             """,
-        subcommands: [List.self, Repair.self])
+        subcommands: [List.self, Repair.self, Prune.self])
+
+    struct Prune: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete clips by age or to bring the album under a size (oldest first).",
+            discussion: """
+                Each deleted clip goes with its thumbnail, snapshot and index row. Clips being recorded \
+                are not indexed yet and are never touched. `spotter serve --keep-days/--keep-gib` does \
+                this every minute.
+
+                Example:
+                  spotter album prune ~/Clips --keep-days 30 --keep-gib 20
+                """)
+
+        @Argument(help: "The album folder.")
+        var album: String
+
+        @Option(help: "Delete clips older than this many days.")
+        var keepDays: Double?
+
+        @Option(help: "Delete the oldest clips while the album takes more than this many GiB.")
+        var keepGib: Double?
+
+        func validate() throws {
+            guard keepDays != nil || keepGib != nil else { throw ValidationError("give --keep-days, --keep-gib or both") }
+            guard (keepDays ?? 1) > 0, (keepGib ?? 1) > 0 else { throw ValidationError("--keep-days and --keep-gib must be positive") }
+        }
+
+        func run() throws {
+            let retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
+            let deleted: [ClipEntry]
+            do { deleted = try openAlbum(album).prune(retention) } catch { throw CommandFailure("\(error)") }
+            for entry in deleted { print("deleted \(entry.clip) (\(entry.createdAt))") }
+            print("\(album): \(deleted.count) clip(s) deleted")
+        }
+    }
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the album's clips, oldest first.")

@@ -2,6 +2,7 @@ import ArgumentParser
 import Detection
 import Foundation
 import ModelStore
+import Pipeline
 import Server
 
 struct Serve: AsyncParsableCommand {
@@ -25,7 +26,7 @@ struct Serve: AsyncParsableCommand {
 
             Examples:
               spotter serve --album ~/Clips
-              spotter serve --album ~/Clips --config cameras.json
+              spotter serve --album ~/Clips --config cameras.json --keep-days 14 --keep-gib 50
               curl -s -d '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
               spotter serve --album ~/Clips --host 0.0.0.0 --token s3cret
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
@@ -46,6 +47,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A JSON file listing sources to start: {\"sources\": [{\"input\": ..., \"record\": true, \"classes\": [...]}]}.")
     var config: String?
 
+    @Option(help: "Delete clips older than this many days (checked every minute).")
+    var keepDays: Double?
+
+    @Option(help: "Delete the oldest clips while the album takes more than this many GiB.")
+    var keepGib: Double?
+
     @Option(help: "Largest picture accepted by the detect endpoints, in MiB.")
     var maxUploadMib = 32
 
@@ -54,6 +61,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1...65535") }
         guard maxUploadMib >= 1 else { throw ValidationError("--max-upload-mib must be at least 1") }
+        guard (keepDays ?? 1) > 0, (keepGib ?? 1) > 0 else { throw ValidationError("--keep-days and --keep-gib must be positive") }
     }
 
     func run() async throws {
@@ -64,6 +72,7 @@ struct Serve: AsyncParsableCommand {
         var configuration = ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: try detector.modelPath, detector: options,
                                                 host: host, port: port, token: token)
         configuration.maxUploadBytes = maxUploadMib << 20
+        configuration.retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
         if let config { configuration.sources = try Self.sources(inConfig: config) }
         let store = try detector.store.makeStore()
         configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: store) }
