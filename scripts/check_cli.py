@@ -103,6 +103,14 @@ with tempfile.TemporaryDirectory() as out:
     started = [e["path"] for e in events if e["event"] == "clip_started"]
     check(started == [e["path"] for e in finished] and all(os.path.isabs(p) for p in started),
           "record's clip_started and clip_finished name each clip by the same absolute path")
+    kept = subprocess.run([spotter, "album", "prune", album, "--keep-days", "1"], capture_output=True, text=True)
+    listed = subprocess.run([spotter, "album", "list", album, "--json"], check=True, capture_output=True, text=True).stdout.splitlines()
+    check(kept.returncode == 0 and len(listed) == len(finished), "album prune --keep-days 1 keeps clips made today")
+    pruned = subprocess.run([spotter, "album", "prune", album, "--keep-gib", "0.000001"], capture_output=True, text=True)
+    left = [f for sub in ("clips", "thumbnails") for f in os.listdir(os.path.join(album, sub))]
+    listed = subprocess.run([spotter, "album", "list", album, "--json"], check=True, capture_output=True, text=True).stdout.splitlines()
+    check(pruned.returncode == 0 and listed == [] and left == [] and f"{len(finished)} clip(s) deleted" in pruned.stdout,
+          "album prune --keep-gib deletes clips with their thumbnails, snapshots and rows")
     missing = subprocess.run([spotter, "video", "/nonexistent.mp4", "--output", video, "--model", model], capture_output=True, text=True)
     check(missing.returncode != 0 and "/nonexistent.mp4" in missing.stderr, "video names an input it cannot open")
 

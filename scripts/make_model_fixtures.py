@@ -11,6 +11,9 @@ that Spotter runs and each shared picture:
   MODEL/peer-ref.jsonl      detections of the YOLO peer (scripts/peer_yolo.py: letterbox, LiteRT,
   MODEL/peer-xnnpack.jsonl  NMS) on every shared picture, threshold 0.25, with LiteRT's reference
                             kernels and with its default (XNNPACK) path
+  mobilefacenet/FACE/...    input.npy, ref.npy, xnnpack.npy as above for the face photos of
+                            ../shared/images/faces (input (p - 128) / 128, float32; hybrid int8
+                            weights, so LiteRT's own two paths differ slightly)
 
 Spotter's outputs are never used here. Tool versions: ../shared/reference/requirements.txt.
 """
@@ -29,6 +32,7 @@ MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tfl
           "yolov8n": os.path.join(SHARED, "models", "yolov8n", "yolov8n_full_integer_quant.tflite")}
 PICTURES = ["coffee", "astronaut"]
 ALL_PICTURES = ["astronaut", "coffee", "chelsea", "camera", "page"]
+FACES = ["grace_hopper.png", "obama.jpg"]
 
 
 def main():
@@ -59,7 +63,20 @@ def main():
                                   check=True, capture_output=True, text=True).stdout
             with open(os.path.join(args.outdir, model, f"peer-{kind}.jsonl"), "w") as f:
                 f.write(peer)
-    print(f"wrote LiteRT outputs of {len(MODELS)} model(s) on {len(PICTURES)} pictures to {args.outdir}")
+    embedder = os.path.join(SHARED, "models", "mobilefacenet", "mobile_face_net.tflite")
+    for face in FACES:
+        folder = os.path.join(args.outdir, "mobilefacenet", os.path.splitext(face)[0])
+        os.makedirs(folder, exist_ok=True)
+        rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", "faces", face)), cv2.COLOR_BGR2RGB)
+        value = ((cv2.resize(rgb, (112, 112), interpolation=cv2.INTER_LINEAR).astype(np.float32) - 128) / 128)[None]
+        np.save(os.path.join(folder, "input.npy"), value)
+        for kind, resolver in [("ref", OpResolverType.BUILTIN_REF), ("xnnpack", OpResolverType.AUTO)]:
+            interpreter = Interpreter(model_path=embedder, experimental_op_resolver_type=resolver, num_threads=1)
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
+            interpreter.invoke()
+            np.save(os.path.join(folder, kind + ".npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    print(f"wrote LiteRT outputs of {len(MODELS) + 1} model(s) on {len(PICTURES)} pictures and {len(FACES)} faces to {args.outdir}")
 
 
 if __name__ == "__main__":

@@ -427,6 +427,8 @@ def main():
         transpose(f"transpose_{tag}_yolo_head", type, [1, 84, 40], [0, 2, 1])
     transpose("transpose_int8_rank4", TT.INT8, [2, 3, 4, 5], [3, 1, 0, 2])
     transpose("transpose_float32_rank5", TT.FLOAT32, [2, 1, 3, 2, 4], [4, 2, 0, 3, 1])
+    unary("abs_float32", Op.ABS, TT.FLOAT32, [1, 5, 5, 3], {}, {}, Opt.AbsOptions, options("AbsOptions"))
+    unary("l2_normalization_float32", Op.L2_NORMALIZATION, TT.FLOAT32, [2, 3, 16], {}, {}, Opt.L2NormOptions, options("L2NormOptions"))
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

@@ -67,6 +67,38 @@ final class PrepareContext {
         return values
     }
 
+    /// Float weights of a constant: float32 as stored, or int8/uint8 dequantized with their
+    /// per-tensor or per-channel scales (the weights of hybrid models, whose activations are float).
+    func floatWeights(_ tensor: Int) throws -> [Float] {
+        switch type(tensor) {
+        case .float32:
+            return try constant(tensor, as: Float.self)
+        case .int8, .uint8:
+            guard let q = quantization(tensor), !q.scales.isEmpty else { throw fail("weights \"\(info(tensor).name)\" have no quantization") }
+            let values: [Float] = type(tensor) == .int8 ? try constant(tensor, as: Int8.self).map(Float.init)
+                                                          : try constant(tensor, as: UInt8.self).map(Float.init)
+            let dims = shape(tensor)
+            guard q.scales.count == 1 || (q.quantizedDimension < dims.count && dims[q.quantizedDimension] == q.scales.count) else {
+                throw fail("weights \"\(info(tensor).name)\" have \(q.scales.count) scales for shape \(dims)")
+            }
+            // Elements along the quantized axis repeat every `inner` values.
+            let inner = dims.dropFirst(q.quantizedDimension + 1).reduce(1, *)
+            let zeroPoints = q.zeroPoints.map(Float.init)
+            return values.enumerated().map { index, value in
+                let channel = q.scales.count == 1 ? 0 : (index / inner) % q.scales.count
+                let zero = zeroPoints.isEmpty ? 0 : zeroPoints[min(channel, zeroPoints.count - 1)]
+                return (value - zero) * q.scales[channel]
+            }
+        default:
+            throw unsupported()
+        }
+    }
+
+    /// Hybrid weights: float activations with int8/uint8 constant weights.
+    func isHybrid(input: Int, weights: Int) -> Bool {
+        type(input) == .float32 && [.int8, .uint8].contains(type(weights)) && isConstant(weights)
+    }
+
     func fail(_ reason: String) -> InterpreterError {
         .invalidOperator(name: op.code.name, index: op.index, reason: reason)
     }

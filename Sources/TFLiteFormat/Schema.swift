@@ -95,6 +95,7 @@ public struct BuiltinOperator: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let depthwiseConv2D = Self(rawValue: 4)
     public static let dequantize = Self(rawValue: 6)
     public static let fullyConnected = Self(rawValue: 9)
+    public static let l2Normalization = Self(rawValue: 11)
     public static let logistic = Self(rawValue: 14)
     public static let maxPool2D = Self(rawValue: 17)
     public static let mul = Self(rawValue: 18)
@@ -110,6 +111,7 @@ public struct BuiltinOperator: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let sub = Self(rawValue: 41)
     public static let squeeze = Self(rawValue: 43)
     public static let resizeNearestNeighbor = Self(rawValue: 97)
+    public static let abs = Self(rawValue: 101)
     public static let quantize = Self(rawValue: 114)
     public static let hardSwish = Self(rawValue: 117)
 

@@ -55,3 +55,40 @@ import TFLiteFormat
                 "from the reference: Spotter mean \(spotter.mean), p99.9 \(spotter.p999); LiteRT XNNPACK mean \(litert.mean), p99.9 \(litert.p999)")
     }
 }
+
+/// MobileFaceNet (hybrid: float activations, int8 weights; ABS, L2_NORMALIZATION) against LiteRT's
+/// embeddings of the shared face photos. Spotter dequantizes the weights once and convolves in
+/// float; LiteRT's reference path quantizes the activations of each hybrid convolution, its
+/// XNNPACK path does not, so LiteRT's two paths differ by a little themselves.
+@Suite struct EmbeddingModelTests {
+    static let faces = ["grace_hopper", "obama"]
+
+    static func cosine(_ a: [Float], _ b: [Float]) -> Float {
+        let dot = zip(a, b).reduce(0) { $0 + $1.0 * $1.1 }
+        let norms = (a.reduce(0) { $0 + $1 * $1 } * b.reduce(0) { $0 + $1 * $1 }).squareRoot()
+        return dot / max(norms, 1e-12)
+    }
+
+    @Test("embeddings match LiteRT's as closely as LiteRT's two paths match each other", arguments: faces)
+    func embeddingsMatchLiteRT(_ face: String) throws {
+        let folder = Fixtures.generated.appendingPathComponent("models/mobilefacenet/\(face)")
+        let model = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/mobilefacenet/mobile_face_net.tflite"))
+        let ref = try Fixtures.npy(folder.appendingPathComponent("ref.npy")).values(as: Float.self)
+        let fast = try Fixtures.npy(folder.appendingPathComponent("xnnpack.npy")).values(as: Float.self)
+        let litert = Self.cosine(ref, fast)
+        for backend in [Interpreter.Options.Backend.reference, .xnnpack] {
+            let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend))
+            try interpreter.copy(try Fixtures.npy(folder.appendingPathComponent("input.npy")).data, toInputAt: 0)
+            try interpreter.invoke()
+            let output = try interpreter.output(at: 0).values(as: Float.self)
+            #expect(output.count == 128)
+            let length = output.reduce(0) { $0 + $1 * $1 }.squareRoot()
+            #expect(abs(length - 1) < 1e-4, "L2_NORMALIZATION gives unit length, got \(length)")
+            let toFast = Self.cosine(output, fast), toRef = Self.cosine(output, ref)
+            // Spotter is at least as close to each LiteRT path as those paths are to each other
+            // (0.9994-0.9996 on these faces: both LiteRT paths quantize the activations).
+            #expect(toFast >= litert - 1e-4 && toRef >= litert - 1e-4 && litert > 0.999,
+                    "\(backend): cosine \(toFast) to LiteRT XNNPACK, \(toRef) to LiteRT reference (LiteRT's paths: \(litert))")
+        }
+    }
+}

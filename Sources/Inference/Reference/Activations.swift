@@ -60,6 +60,34 @@ final class FloatUnary: Kernel {
     static func hardSwish(_ x: Float) -> Float { x * min(6, max(0, x + 3)) / 6 }
 }
 
+/// L2_NORMALIZATION on float32 along the last axis, as TFLite's reference kernel: each vector
+/// divided by its L2 norm, the norm at least 1e-6.
+final class L2Normalization: Kernel {
+    let input, output: Int
+    let outer, depth: Int
+
+    init(_ ctx: PrepareContext) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        let shape = ctx.shape(input)
+        guard let last = shape.last, last > 0 else { throw ctx.fail("needs an input with a last axis") }
+        try ctx.setShape(output, shape)
+        depth = last
+        outer = shape.reduce(1, *) / last
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, Float.self), dst = memory.typed(output, Float.self)
+        for o in 0..<outer {
+            let base = o * depth
+            var squares: Float = 0
+            for i in 0..<depth { squares += src[base + i] * src[base + i] }
+            let norm = max(squares.squareRoot(), 1e-6)
+            for i in 0..<depth { dst[base + i] = src[base + i] / norm }
+        }
+    }
+}
+
 /// RELU and RELU6 on uint8/int8: rescale to the output quantization, then clamp (TFLite's `ReluX`).
 final class QuantizedRelu<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
     let input, output: Int

@@ -265,7 +265,7 @@ final class FloatConvolution: Kernel {
         geometry = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
         depthMultiplier = depthwise ? geometry.depthMultiplier : 1
         let channels = geometry.outputChannels
-        filter = try ctx.constant(filterTensor, as: Float.self)
+        filter = try ctx.floatWeights(filterTensor)
         bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: channels)
         guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
         clamp = FixedPoint.activationRange(options.activation)

@@ -5,8 +5,8 @@ import TFLiteFormat
 enum ReferenceKernels {
     /// Operators the reference backend runs, with the element types it accepts (for `inspect`).
     static let supported: [String: String] = [
-        "CONV_2D": "float32, uint8, int8 (per-channel)",
-        "DEPTHWISE_CONV_2D": "float32, uint8, int8 (per-channel)",
+        "CONV_2D": "float32, uint8, int8 (per-channel), hybrid (float32 with int8/uint8 weights)",
+        "DEPTHWISE_CONV_2D": "float32, uint8, int8 (per-channel), hybrid (float32 with int8/uint8 weights)",
         "FULLY_CONNECTED": "float32, uint8, int8",
         "ADD": "float32, uint8, int8",
         "MUL": "float32, uint8, int8",
@@ -22,6 +22,8 @@ enum ReferenceKernels {
         "LOGISTIC": "float32, uint8, int8",
         "SOFTMAX": "float32, uint8, int8",
         "RELU": "float32, uint8, int8",
+        "ABS": "float32",
+        "L2_NORMALIZATION": "float32 (last axis)",
         "RELU6": "float32, uint8, int8",
         "HARD_SWISH": "float32, uint8, int8",
         "QUANTIZE": "float32 to uint8/int8, uint8/int8 requantize",
@@ -47,6 +49,8 @@ enum ReferenceKernels {
             let filterType = ctx.type(ctx.input(1))
             switch (type, filterType) {
             case (.float32, .float32): return try FloatConvolution(ctx, options: options, depthwise: depthwise)
+            // Hybrid models: the weights are dequantized once at load and the convolution runs in float.
+            case (.float32, .int8), (.float32, .uint8): return try FloatConvolution(ctx, options: options, depthwise: depthwise)
             case (.uint8, .uint8), (.int8, .int8): return try QuantizedConvolution(ctx, options: options, depthwise: depthwise)
             default: throw ctx.unsupported()
             }
@@ -109,6 +113,14 @@ enum ReferenceKernels {
             case .int8: return try QuantizedRelu<Int8>(ctx, upperBound: upper)
             default: throw ctx.unsupported()
             }
+        case (.abs, _):
+            try expectInputs(ctx, 1...1)
+            guard type == .float32, ctx.type(ctx.output(0)) == .float32 else { throw ctx.unsupported() }
+            return try FloatUnary(ctx) { Swift.abs($0) }
+        case (.l2Normalization, _):
+            try expectInputs(ctx, 1...1)
+            guard type == .float32, ctx.type(ctx.output(0)) == .float32 else { throw ctx.unsupported() }
+            return try L2Normalization(ctx)
         case (.softmax, .softmax(let beta)):
             try expectInputs(ctx, 1...1)
             return try Softmax(ctx, beta: beta)

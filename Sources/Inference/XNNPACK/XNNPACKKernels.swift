@@ -3,7 +3,8 @@ import TFLiteFormat
 
 /// Chooses an XNNPACK operator for a TFLite operator, or returns nil to leave it to the reference kernels.
 ///
-/// Covered: CONV_2D and DEPTHWISE_CONV_2D (uint8, int8 per-channel, float32), FULLY_CONNECTED (uint8,
+/// Covered: CONV_2D and DEPTHWISE_CONV_2D (uint8, int8 per-channel, float32, hybrid float32 with
+/// 8-bit weights dequantized at load), SUB and ABS (float32), FULLY_CONNECTED (uint8,
 /// int8, float32), LOGISTIC (uint8, int8, float32), ADD and MUL (uint8, int8, float32), MAX_POOL_2D
 /// (uint8, int8, float32), AVERAGE_POOL_2D (uint8, float32), SOFTMAX (uint8, float32), QUANTIZE and
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), PAD and RESIZE_BILINEAR (uint8,
@@ -39,6 +40,15 @@ enum XNNPACKKernels {
             return try resize(ctx, pool, options)
         case (.relu, _), (.relu6, _):
             return try clamp(ctx, pool, upper: op.code.builtin == .relu6 ? 6 : nil)
+        case (.sub, .sub(let activation)) where type == .float32:
+            return try subtract(ctx, pool, activation)
+        case (.abs, _) where type == .float32 && ctx.type(ctx.output(0)) == .float32:
+            let (input, output, count) = try elementwise(ctx)
+            return try XNNPACKKernel(ctx, pool: pool, name: "abs_nc_f32", create: {
+                xnn_create_abs_nc_f32(1, 1, 1, 0, $0)
+            }, setup: { op, m, p in
+                xnn_setup_abs_nc_f32(op, count, m.typed(input, Float.self), m.typed(output, Float.self), p)
+            })
         case (.hardSwish, _) where type == .float32:
             let (input, output, count) = try elementwise(ctx)
             return try XNNPACKKernel(ctx, pool: pool, name: "hardswish_nc_f32", create: {
@@ -77,8 +87,8 @@ enum XNNPACKKernels {
     private static func convolution(_ ctx: PrepareContext, _ pool: ThreadPool, _ options: Conv2DOptions, depthwise: Bool) throws -> Kernel? {
         let input = ctx.input(0), filter = ctx.input(1), output = ctx.output(0)
         let type = ctx.type(input)
-        guard ctx.type(filter) == type, [.uint8, .int8, .float32].contains(type), ctx.isConstant(filter),
-              ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
+        guard ctx.type(filter) == type || ctx.isHybrid(input: input, weights: filter), [.uint8, .int8, .float32].contains(type),
+              ctx.isConstant(filter), ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
               !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
         let g = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
         let inShape = ctx.shape(input), channels = g.outputChannels
@@ -97,7 +107,8 @@ enum XNNPACKKernels {
 
         switch type {
         case .float32:
-            let weights = try ctx.constant(filter, as: Float.self)
+            // Hybrid weights (int8/uint8) are dequantized once here.
+            let weights = try ctx.floatWeights(filter)
             let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : [Float](repeating: 0, count: channels)
             let range = FixedPoint.activationRange(options.activation)
             return try XNNPACKKernel(ctx, pool: pool, name: "convolution2d_nhwc_f32", create: { out in
@@ -218,6 +229,22 @@ enum XNNPACKKernels {
         default:
             return nil
         }
+    }
+
+    /// Float SUB with broadcasting (8-bit SUB stays on the reference kernels).
+    private static func subtract(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation) throws -> Kernel? {
+        let a = ctx.input(0), b = ctx.input(1), output = ctx.output(0)
+        guard ctx.op.inputs.count == 2, ctx.type(b) == .float32, ctx.type(output) == .float32, ctx.shape(a).count <= 6, ctx.shape(b).count <= 6,
+              let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b)) else { return nil }
+        try ctx.setShape(output, broadcast.outputShape)
+        let shapeA = ctx.shape(a), shapeB = ctx.shape(b)
+        let range = FixedPoint.activationRange(activation)
+        return try XNNPACKKernel(ctx, pool: pool, name: "subtract_nd_f32", readsConstantInputs: true, create: {
+            xnn_create_subtract_nd_f32(range.min, range.max, 0, $0)
+        }, setup: { op, m, p in
+            xnn_setup_subtract_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, Float.self), m.typed(b, Float.self),
+                                      m.typed(output, Float.self), p)
+        })
     }
 
     private static func binary(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation, multiply: Bool) throws -> Kernel? {
