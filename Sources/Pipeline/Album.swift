@@ -419,6 +419,12 @@ public final class Album: @unchecked Sendable {
         return report
     }
 
+    /// A video input as the album names its source: URLs and devices as given, files as absolute paths.
+    public static func sourceName(_ input: String) -> String {
+        if input.contains("://") || input.hasPrefix("/") { return input }
+        return URL(fileURLWithPath: input).standardizedFileURL.path
+    }
+
     static func timestamp() -> String {
         ISO8601DateFormatter().string(from: Date())
     }

@@ -95,7 +95,7 @@ final class LiveSource: @unchecked Sendable {
         let classes = spec.classes ?? ["person"]
         self.classes = classes.isEmpty ? nil : Set(classes.map { $0.lowercased() })
         threshold = spec.threshold ?? 0.5
-        albumSource = path.contains("://") || path.hasPrefix("/") ? path : URL(fileURLWithPath: path).standardizedFileURL.path
+        albumSource = Album.sourceName(path)
     }
 
     /// Starts the run on a thread of its own: opens the input, then reads, detects on the shared
@@ -192,8 +192,7 @@ final class LiveSource: @unchecked Sendable {
                 "fps": round1(snapshot.fps), "inference_ms": round1(snapshot.inferenceMilliseconds),
             ]
             if let fraction {
-                object["percent"] = round1(fraction * 100)
-                if fraction > 0, snapshot.elapsed > 0 { object["eta_s"] = round1(snapshot.elapsed * (1 - fraction) / fraction) }
+                Self.addProgress(fraction, elapsed: snapshot.elapsed, to: &object)
                 events.publish("job_progress", source: id, object)
             } else {
                 events.publish("source_stats", source: id, object)
@@ -234,6 +233,12 @@ final class LiveSource: @unchecked Sendable {
             }
             events.publish("clip_finished", source: id, ["clip": clipObject(entry)])
         }
+    }
+
+    /// `percent` and, once it can be estimated, `eta_s` of a job `fraction` done after `elapsed` seconds.
+    private static func addProgress(_ fraction: Double, elapsed: Double, to object: inout [String: Any]) {
+        object["percent"] = round1(fraction * 100)
+        if fraction > 0, elapsed > 0 { object["eta_s"] = round1(elapsed * (1 - fraction) / fraction) }
     }
 
     /// Share of a file done, when its length is known and it is not looped or live.
@@ -282,10 +287,7 @@ final class LiveSource: @unchecked Sendable {
                 object["height"] = info.height
                 if let rate = info.frameRate { object["frame_rate"] = round1(rate) }
             }
-            if let fraction = progressFraction {
-                object["percent"] = round1(fraction * 100)
-                if fraction > 0, stats.elapsed > 0 { object["eta_s"] = round1(stats.elapsed * (1 - fraction) / fraction) }
-            }
+            if let fraction = progressFraction { Self.addProgress(fraction, elapsed: stats.elapsed, to: &object) }
             return object
         }
     }

@@ -82,7 +82,7 @@ struct Record: ParsableCommand {
             fflush(nil)
         }
         let session = try ClipSession(
-            album: albumStore, source: absoluteSource(source),
+            album: albumStore, source: Album.sourceName(source),
             options: .init(policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
                            frameRate: info.frameRate ?? 25, preset: preset.rawValue),
             events: { event in
@@ -156,9 +156,3 @@ struct Record: ParsableCommand {
 
 /// Seconds rounded to the millisecond, for JSON.
 func milliseconds(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
-
-/// A video input as the album stores it: URLs and devices as given, files as absolute paths.
-func absoluteSource(_ source: String) -> String {
-    if source.contains("://") || source.hasPrefix("/") { return source }
-    return URL(fileURLWithPath: source).standardizedFileURL.path
-}

@@ -12,7 +12,7 @@ import TestSupport
         let pool = try DetectorPool(modelPath: Fixtures.detectModel.path, count: 2, options: .init())
         let pictures = try ObjectDetectorTests.expected.map { try ObjectDetectorTests.picture($0.image) }
         let rounds = 3
-        let failures = FailureLog()
+        let failures = MessageLog()
         let group = DispatchGroup()
         for (index, expected) in ObjectDetectorTests.expected.enumerated() {
             let picture = pictures[index]
@@ -48,12 +48,4 @@ import TestSupport
         #expect(failures.messages.isEmpty, "\(failures.messages)")
         #expect(pool.totals.calls == 2 * rounds * pictures.count)
     }
-}
-
-final class FailureLog: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var stored: [String] = []
-    func add(_ message: String) { lock.withLock { stored.append(message) } }
-    var messages: [String] { lock.withLock { stored } }
 }

@@ -41,14 +41,6 @@ final class ProcessBox: @unchecked Sendable {
     }
 }
 
-final class MessageLog: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var stored: [String] = []
-    func add(_ message: String) { lock.withLock { stored.append(message) } }
-    var messages: [String] { lock.withLock { stored } }
-}
-
 @Suite struct SourceRunTests {
     static let walk = Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path
 

@@ -141,3 +141,15 @@ extension Fixtures {
         try RunningProgram(spotter, arguments, environment: environment).wait()
     }
 }
+
+/// Messages collected from several threads (failures seen off the test's own thread).
+public final class MessageLog: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: [String] = []
+
+    public init() {}
+
+    public func add(_ message: String) { lock.withLock { stored.append(message) } }
+    public var messages: [String] { lock.withLock { stored } }
+}
