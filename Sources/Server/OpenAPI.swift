@@ -83,7 +83,7 @@ enum OpenAPI {
                               "401": unauthorized],
             ]],
             "/api/v1/events": ["get": [
-                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, download_progress, download_finished, download_failed",
+                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, clip_deleted, download_progress, download_finished, download_failed",
                 "parameters": [parameter("source", "query", "string", "only this source's events"),
                                parameter("types", "query", "string", "comma-separated event types to keep")],
                 "responses": ["200": response("an endless event stream", "text/event-stream"), "401": unauthorized],
