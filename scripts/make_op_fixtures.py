@@ -33,7 +33,7 @@ def M(name):
     return importlib.import_module("tflite." + name)
 
 
-NP = {TT.FLOAT32: np.float32, TT.UINT8: np.uint8, TT.INT8: np.int8, TT.INT32: np.int32, TT.INT16: np.int16}
+NP = {TT.FLOAT32: np.float32, TT.UINT8: np.uint8, TT.INT8: np.int8, TT.INT32: np.int32, TT.INT16: np.int16, TT.FLOAT16: np.float16}
 rng = np.random.default_rng(20261121)
 
 
@@ -171,8 +171,8 @@ def options(module, **fields):
 
 
 def random_input(t):
-    if t.type == TT.FLOAT32:
-        return rng.uniform(-3, 3, t.shape).astype(np.float32)
+    if t.type in (TT.FLOAT32, TT.FLOAT16):
+        return rng.uniform(-3, 3, t.shape).astype(NP[t.type])
     info = np.iinfo(NP[t.type])
     return rng.integers(info.min, info.max + 1, t.shape).astype(NP[t.type])
 
@@ -361,6 +361,7 @@ def main():
     save("dequantize_int8", [T([3, 20], TT.INT8, scale=0.07, zp=-9), T([3, 20], TT.FLOAT32)], [0], [1],
          [(Op.DEQUANTIZE, None, [0], [1], 0, None, None)])
 
+
     # Layout operators.
     for type, tag, q1, q2 in [(TT.UINT8, "uint8", {"scale": 0.02, "zp": 100}, {"scale": 0.05, "zp": 30}),
                               (TT.INT8, "int8", {"scale": 0.04, "zp": -3}, {"scale": 0.04, "zp": -3}),
@@ -429,6 +430,16 @@ def main():
     transpose("transpose_float32_rank5", TT.FLOAT32, [2, 1, 3, 2, 4], [4, 2, 0, 3, 1])
     unary("abs_float32", Op.ABS, TT.FLOAT32, [1, 5, 5, 3], {}, {}, Opt.AbsOptions, options("AbsOptions"))
     unary("l2_normalization_float32", Op.L2_NORMALIZATION, TT.FLOAT32, [2, 3, 16], {}, {}, Opt.L2NormOptions, options("L2NormOptions"))
+    save("dequantize_float16", [T([3, 20], TT.FLOAT16), T([3, 20], TT.FLOAT32)], [0], [1],
+         [(Op.DEQUANTIZE, None, [0], [1], 0, None, None)])
+    # Float16 weights, as TFLite's float16 quantization stores them: a constant DEQUANTIZE feeding the convolution.
+    weights = rng.normal(0, 0.5, [4, 3, 3, 3]).astype(np.float16)
+    conv16 = [T([1, 9, 9, 3], TT.FLOAT32), T([4, 3, 3, 3], TT.FLOAT16, data=weights), T([4, 3, 3, 3], TT.FLOAT32),
+              T([4], TT.FLOAT16, data=rng.normal(0, 0.5, [4]).astype(np.float16)), T([4], TT.FLOAT32), T([1, 9, 9, 4], TT.FLOAT32)]
+    save("conv_float16_weights", conv16, [0], [5],
+         [(Op.DEQUANTIZE, None, [1], [2], 0, None, None), (Op.DEQUANTIZE, None, [3], [4], 0, None, None),
+          (Op.CONV_2D, None, [0, 2, 4], [5], Opt.Conv2DOptions,
+           options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=1), None)])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

@@ -63,6 +63,7 @@ public final class Interpreter {
         }
     }
 
+    /// The model as run: float16 constants already dequantized (see ``Model/foldingFloat16Constants()``).
     public let model: Model
     public let options: Options
     private let graph: Subgraph
@@ -81,6 +82,7 @@ public final class Interpreter {
     ///   operator no kernel runs, ``InterpreterError/invalidOperator(name:index:reason:)`` for
     ///   inconsistent tensors, ``InterpreterError/arenaTooLarge(bytes:limit:)``.
     public init(model: Model, options: Options = Options()) throws {
+        let model = model.foldingFloat16Constants()
         self.model = model
         self.options = options
         let graph = model.subgraph
@@ -115,7 +117,8 @@ public final class Interpreter {
         arena.initializeMemory(as: UInt8.self, repeating: 0, count: max(plan.arenaSize, 64))
         pointers = .allocate(capacity: graph.tensors.count)
         pointers.initialize(repeating: nil, count: graph.tensors.count)
-        var needed = Set<Int>()
+        // Graph outputs that are constants (a folded DEQUANTIZE) are read from the store too.
+        var needed = Set(graph.outputs.filter { graph.tensors[$0].isConstant })
         for (op, kernel) in zip(graph.operators, kernels) where kernel.readsConstantInputs {
             needed.formUnion(op.inputs.filter { $0 >= 0 && graph.tensors[$0].isConstant })
         }

@@ -54,6 +54,45 @@ public final class Model: Sendable {
         self.associatedFiles = parsed.associatedFiles
     }
 
+    private init(bytes: [UInt8], copying model: Model, subgraphs: [Subgraph]) {
+        self.bytes = bytes
+        self.version = model.version
+        self.description = model.description
+        self.operatorCodes = model.operatorCodes
+        self.subgraphs = subgraphs
+        self.minRuntimeVersion = model.minRuntimeVersion
+        self.metadataNames = model.metadataNames
+        self.metadata = model.metadata
+        self.associatedFiles = model.associatedFiles
+    }
+
+    /// The model with every DEQUANTIZE of a constant float16 tensor done once, as LiteRT does at
+    /// load: the operator's output becomes a float32 constant (appended to ``bytes``) and the
+    /// operator is removed, so convolutions see constant weights. `self` when there is none.
+    public func foldingFloat16Constants() -> Model {
+        var graph = subgraph
+        var extra: [UInt8] = []
+        var folded = Set<Int>()
+        for op in graph.operators where op.code.builtin == .dequantize && op.inputs.count == 1 && op.outputs.count == 1 {
+            let input = graph.tensors[op.inputs[0]], output = op.outputs[0]
+            guard input.type == .float16, input.isConstant, !input.isSparse, graph.tensors[output].type == .float32,
+                  !graph.inputs.contains(output) else { continue }
+            let start = bytes.count + extra.count
+            withConstantBytes(of: input) { raw in
+                for i in 0..<raw.count / 2 {
+                    let half = Float16(bitPattern: UInt16(raw[2 * i]) | UInt16(raw[2 * i + 1]) << 8)
+                    withUnsafeBytes(of: Float(half).bitPattern.littleEndian) { extra.append(contentsOf: $0) }
+                }
+            }
+            graph.tensors[output].dataRange = start..<(bytes.count + extra.count)
+            graph.tensors[output].shape = input.shape
+            folded.insert(op.index)
+        }
+        guard !folded.isEmpty else { return self }
+        graph.operators.removeAll { folded.contains($0.index) }
+        return Model(bytes: bytes + extra, copying: self, subgraphs: [graph] + subgraphs.dropFirst())
+    }
+
     /// Calls `body` with the constant bytes of `tensor`, or an empty buffer for non-constant tensors.
     public func withConstantBytes<R>(of tensor: TensorInfo, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try bytes.withUnsafeBytes { raw in

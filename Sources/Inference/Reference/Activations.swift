@@ -276,12 +276,14 @@ final class QuantizedHardSwish<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
     }
 }
 
-/// QUANTIZE (float to uint8/int8, or requantize between 8-bit types) and DEQUANTIZE.
+/// QUANTIZE (float to uint8/int8, or requantize between 8-bit types) and DEQUANTIZE (8- and 16-bit
+/// integers, and float16).
 final class Quantize: Kernel {
     enum Mode {
         case fromFloat(scale: Float, zeroPoint: Int32)
         case requantize(inputZeroPoint: Int32, multiplier: FixedPoint.Multiplier, outputZeroPoint: Int32)
         case toFloat(scale: Double, zeroPoint: Int32)
+        case fromFloat16
     }
 
     let input, output: Int
@@ -297,7 +299,10 @@ final class Quantize: Kernel {
         try ctx.setShape(output, ctx.shape(input))
         count = ctx.shape(input).reduce(1, *)
         let eightBit: Set<TensorType> = [.uint8, .int8]
-        if dequantize {
+        if dequantize, inputType == .float16 {
+            guard outputType == .float32 else { throw ctx.unsupported() }
+            mode = .fromFloat16
+        } else if dequantize {
             guard eightBit.contains(inputType) || inputType == .int16, outputType == .float32 else { throw ctx.unsupported() }
             let q = try ctx.quantized(input)
             mode = .toFloat(scale: Double(q.scale), zeroPoint: q.zeroPoint)
@@ -335,6 +340,9 @@ final class Quantize: Kernel {
         case .toFloat(let scale, let zeroPoint):
             let out = dst.assumingMemoryBound(to: Float.self)
             for i in 0..<count { out[i] = Float(scale * Double(load(src, i) - zeroPoint)) }
+        case .fromFloat16:
+            let halves = src.assumingMemoryBound(to: Float16.self), out = dst.assumingMemoryBound(to: Float.self)
+            for i in 0..<count { out[i] = Float(halves[i]) }
         case .fromFloat(let scale, let zeroPoint):
             let values = src.assumingMemoryBound(to: Float.self)
             for i in 0..<count {

@@ -27,7 +27,7 @@ enum ReferenceKernels {
         "RELU6": "float32, uint8, int8",
         "HARD_SWISH": "float32, uint8, int8",
         "QUANTIZE": "float32 to uint8/int8, uint8/int8 requantize",
-        "DEQUANTIZE": "uint8, int8, int16 to float32",
+        "DEQUANTIZE": "uint8, int8, int16, float16 to float32 (constant float16 folded at load)",
         "RESIZE_BILINEAR": "float32, uint8, int8",
         "RESIZE_NEAREST_NEIGHBOR": "float32, uint8, int8",
         DetectionPostProcess.name: "uint8, float32",
