@@ -1,8 +1,8 @@
 import Imaging
 import Typeface
 
-/// Draws detections on pictures: a box per detection in a stable colour per class, and a tag with
-/// the label and score placed inside the picture, in black or white for contrast.
+/// Draws detections on pictures: a box per detection in a stable colour per class, a dot per
+/// keypoint, and a tag with the label and score placed inside the picture, in black or white for contrast.
 ///
 /// Not thread-safe (it owns a FreeType font).
 public final class Annotator {
@@ -32,6 +32,12 @@ public final class Annotator {
         for detection in detections.reversed() {
             let color = Color.forClass(detection.classIndex)
             image.strokeRect(detection.box, lineWidth: stroke, color: color)
+            for point in detection.keypoints ?? [] {
+                // A dot twice the stroke wide, kept inside the picture.
+                let side = 2 * stroke
+                let x = min(max(0, Int(point.x.rounded()) - stroke), image.width - side), y = min(max(0, Int(point.y.rounded()) - stroke), image.height - side)
+                if x >= 0, y >= 0 { image.fill(x: x, y: y, width: side, height: side, color: color) }
+            }
             let text = tag("\(detection.label) \(Int((detection.score * 100).rounded()))%", size: size)
             let pad = max(3, size / 5)
             let tagWidth = min(text.width + 2 * pad, image.width), tagHeight = min(text.height + 2 * pad, image.height)

@@ -4,7 +4,8 @@ import Imaging
 /// Result formats: Spotter's JSON line, the seed apps' flat float array, COCO results, YOLO txt.
 public enum ResultEncoding {
     /// One JSON object: image, width, height, timings_ms and detections with label, class_id,
-    /// score and box {xmin, ymin, xmax, ymax} in source pixels.
+    /// score, box {xmin, ymin, xmax, ymax} in source pixels and, for models that give them,
+    /// keypoints [[x, y], ...].
     public static func json(_ result: DetectionResult, image: String) -> String {
         let object: [String: Any] = [
             "image": image, "width": result.imageSize.width, "height": result.imageSize.height,
@@ -17,8 +18,10 @@ public enum ResultEncoding {
 
     /// A detection as a JSON-ready dictionary (shared with the video and recorder outputs).
     public static func detectionObject(_ d: Detection) -> [String: Any] {
-        ["label": d.label, "class_id": d.classIndex, "score": Double(d.score),
+        var object: [String: Any] = ["label": d.label, "class_id": d.classIndex, "score": Double(d.score),
          "box": ["xmin": round3(d.box.minX), "ymin": round3(d.box.minY), "xmax": round3(d.box.maxX), "ymax": round3(d.box.maxY)]]
+        if let keypoints = d.keypoints { object["keypoints"] = keypoints.map { [round3($0.x), round3($0.y)] } }
+        return object
     }
 
     /// The seed app's layout: 6 numbers per detection, `[classId, score, xmin, xmax, ymin, ymax]`, pixels.

@@ -19,7 +19,7 @@ public enum DetectorError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedInput(let shape, let type):
             return "the model's input \(shape) \(type) is not an image tensor [1, height, width, 3] of uint8, int8 or float32"
         case .unrecognizedOutputs(let found):
-            return "the model's outputs are not a detection layout Spotter decodes (it needs boxes, classes, scores and count from TFLite_Detection_PostProcess or named so in metadata); found: \(found.joined(separator: ", "))"
+            return "the model's outputs are not a detection layout Spotter decodes (SSD's boxes, classes, scores and count from TFLite_Detection_PostProcess or named so in metadata, one YOLO output, or BlazeFace's boxes and scores); found: \(found.joined(separator: ", "))"
         case .unknownCategory(let name, let known):
             return "no class named \"\(name)\" in the labels (for example: \(known.prefix(8).joined(separator: ", ")))"
         case .floatInputNeedsNormalization:
@@ -38,13 +38,17 @@ public struct Detection: Sendable, Equatable, Codable {
     public var box: Rect
     /// The box divided by the picture's width and height.
     public var normalizedBox: Rect
+    /// Landmarks in pixels of the upright picture, for models that give them (BlazeFace: right eye,
+    /// left eye, nose tip, mouth centre, right ear tragion, left ear tragion); nil otherwise.
+    public var keypoints: [Point]?
 
-    public init(classIndex: Int, label: String, score: Float, box: Rect, normalizedBox: Rect) {
+    public init(classIndex: Int, label: String, score: Float, box: Rect, normalizedBox: Rect, keypoints: [Point]? = nil) {
         self.classIndex = classIndex
         self.label = label
         self.score = score
         self.box = box
         self.normalizedBox = normalizedBox
+        self.keypoints = keypoints
     }
 }
 
@@ -65,8 +69,9 @@ public struct DetectionResult: Sendable {
     }
 }
 
-/// Finds objects in pictures with a TensorFlow Lite SSD model, as MediaPipe's and the TFLite Task
-/// Library's object detectors do.
+/// Finds objects in pictures with a TensorFlow Lite detection model, as MediaPipe's and the TFLite
+/// Task Library's object detectors do: SSD with TFLite's post-process operator, Ultralytics YOLO
+/// (v5, v8, 11) and MediaPipe's BlazeFace (faces with six keypoints), recognized from the outputs.
 ///
 /// ```swift
 /// let detector = try ObjectDetector(modelPath: "detect.tflite", options: .init(scoreThreshold: 0.5))
@@ -91,11 +96,13 @@ public final class ObjectDetector {
         public var backend: Interpreter.Options.Backend = .xnnpack
         /// How pictures are fitted to the input. Default nil: the model family's own (`.stretch` for
         /// SSD, as the shared model was trained; `.letterbox` with gray 114 bars for YOLO, as
-        /// Ultralytics prepares pictures).
+        /// Ultralytics prepares pictures; `.letterbox` with black bars for BlazeFace, as MediaPipe does).
         public var resizeMode: ResizeMode?
-        /// YOLO: intersection over union above which a box of the same class is suppressed. Default 0.45.
+        /// YOLO: intersection over union above which a box of the same class is suppressed. Default
+        /// 0.45. (BlazeFace merges faces overlapping by more than 0.3, as MediaPipe does.)
         public var iouThreshold: Float = 0.45
-        /// For float inputs: `(value - mean) / std` per channel, overriding the model's metadata.
+        /// For float inputs: `(value - mean) / std` per channel, overriding the model's metadata
+        /// (BlazeFace without metadata: 127.5 and 127.5, MediaPipe's range -1...1).
         public var normalization: Normalization?
         /// An explicit labels file; default: metadata, then a labels file beside the model.
         public var labelsPath: String?
@@ -152,6 +159,7 @@ public final class ObjectDetector {
     private enum Layout {
         case ssd(SSDLayout)
         case yolo(YOLOLayout)
+        case blazeFace(BlazeFaceLayout)
     }
 
     /// The output layout found, for `inspect` and errors.
@@ -159,7 +167,13 @@ public final class ObjectDetector {
         switch layout {
         case .ssd: return "SSD with post-processing: boxes, classes, scores, count"
         case .yolo(let yolo): return yolo.description
+        case .blazeFace(let face): return face.description
         }
+    }
+    /// Keypoints per detection (6 for BlazeFace), 0 for models without them.
+    public var keypointCount: Int {
+        if case .blazeFace(let face) = layout { return face.keypointCount }
+        return 0
     }
     private let allowed: Set<Int>?
     private let denied: Set<Int>
@@ -187,15 +201,20 @@ public final class ObjectDetector {
         inputSize = Size(width: shape[2], height: shape[1])
         inputType = input.type
         inputQuantization = input.quantization
-        normalization = options.normalization ?? model.metadata?.inputNormalization
-        if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
-        int8InputTable = input.type == .int8 ? Self.int8Table(input.quantization, normalization: normalization) : nil
         if let yolo = YOLOLayout(model: model, interpreter: interpreter) {
             layout = .yolo(yolo)
             if labels == nil, yolo.classCount == 80 { labels = Labels.coco80 }
+        } else if let face = BlazeFaceLayout(model: model, interpreter: interpreter, inputSize: (shape[2], shape[1])) {
+            layout = .blazeFace(face)
+            if labels == nil { labels = Labels(lines: ["face"], source: "BlazeFace (one class)") }
         } else {
             layout = .ssd(try SSDLayout(model: model, modelPath: modelPath))
         }
+        var normalization = options.normalization ?? model.metadata?.inputNormalization
+        if case .blazeFace = layout, normalization == nil { normalization = Normalization(mean: [127.5], std: [127.5]) }
+        self.normalization = normalization
+        if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
+        int8InputTable = input.type == .int8 ? Self.int8Table(input.quantization, normalization: normalization) : nil
         self.labels = labels
         allowed = try Self.classIndices(options.categoryAllowlist, labels)
         denied = try Self.classIndices(options.categoryDenylist, labels) ?? []
@@ -219,9 +238,12 @@ public final class ObjectDetector {
         let clock = ContinuousClock()
         var prepared: PreparedImage!
         let preprocess = try clock.measure {
-            if case .yolo = layout {
+            switch layout {
+            case .yolo:
                 prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .letterbox, orientation: orientation, fill: (114, 114, 114))
-            } else {
+            case .blazeFace:
+                prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .letterbox, orientation: orientation, fill: (0, 0, 0))
+            case .ssd:
                 prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .stretch, orientation: orientation)
             }
             try fillInput(prepared.pixels)
@@ -268,6 +290,8 @@ public final class ObjectDetector {
             let candidates = try yolo.read(interpreter, threshold: options.scoreThreshold, inputSize: (inputSize.width, inputSize.height))
             raw = NonMaxSuppression.apply(candidates.filter { (allowed?.contains($0.classIndex) ?? true) && !denied.contains($0.classIndex) },
                                           iouThreshold: options.iouThreshold)
+        case .blazeFace(let face):
+            raw = NonMaxSuppression.weighted(try face.read(interpreter, threshold: options.scoreThreshold), iouThreshold: BlazeFaceLayout.mergeThreshold)
         }
         let toUpright = prepared.uprightToInput.inverted
         let w = Double(prepared.uprightSize.width), h = Double(prepared.uprightSize.height)
@@ -280,10 +304,14 @@ public final class ObjectDetector {
             let input = Rect(minX: Double(item.box.1) * Double(inputSize.width), minY: Double(item.box.0) * Double(inputSize.height),
                              maxX: Double(item.box.3) * Double(inputSize.width), maxY: Double(item.box.2) * Double(inputSize.height))
             let box = toUpright.apply(input).clamped(to: bounds)
+            let keypoints = item.keypoints.isEmpty ? nil : item.keypoints.map {
+                toUpright.apply(Point(x: Double($0.0) * Double(inputSize.width), y: Double($0.1) * Double(inputSize.height)))
+            }
             detections.append(Detection(
                 classIndex: item.classIndex, label: labels?.name(item.classIndex) ?? "class \(item.classIndex)",
                 score: item.score, box: box,
-                normalizedBox: Rect(minX: box.minX / w, minY: box.minY / h, maxX: box.maxX / w, maxY: box.maxY / h)))
+                normalizedBox: Rect(minX: box.minX / w, minY: box.minY / h, maxX: box.maxX / w, maxY: box.maxY / h),
+                keypoints: keypoints))
         }
         detections.sort { $0.score > $1.score }
         if let maxResults = options.maxResults { detections = Array(detections.prefix(maxResults)) }

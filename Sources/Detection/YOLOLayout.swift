@@ -86,37 +86,3 @@ struct YOLOLayout {
         }
     }
 }
-
-/// A detection as a model's output gives it, before mapping to the picture.
-struct RawDetection {
-    var classIndex: Int
-    var score: Float
-    /// ymin, xmin, ymax, xmax, normalized to the model input.
-    var box: (Float, Float, Float, Float)
-}
-
-/// Greedy non-maximum suppression, as Ultralytics and OpenCV's `NMSBoxes` do it: by descending
-/// score, a box is dropped when its intersection over union with a kept box of the same class
-/// (or any class, when not `classAware`) is above `iouThreshold`.
-enum NonMaxSuppression {
-    static func apply(_ detections: [RawDetection], iouThreshold: Float, classAware: Bool = true, limit: Int = 300) -> [RawDetection] {
-        let sorted = detections.sorted { $0.score > $1.score }
-        var kept: [RawDetection] = []
-        kept.reserveCapacity(min(limit, sorted.count))
-        for candidate in sorted {
-            if kept.count >= limit { break }
-            let overlaps = kept.contains { other in
-                (!classAware || other.classIndex == candidate.classIndex) && iou(other.box, candidate.box) > iouThreshold
-            }
-            if !overlaps { kept.append(candidate) }
-        }
-        return kept
-    }
-
-    static func iou(_ a: (Float, Float, Float, Float), _ b: (Float, Float, Float, Float)) -> Float {
-        let height = max(0, min(a.2, b.2) - max(a.0, b.0)), width = max(0, min(a.3, b.3) - max(a.1, b.1))
-        let intersection = height * width
-        let union = (a.2 - a.0) * (a.3 - a.1) + (b.2 - b.0) * (b.3 - b.1) - intersection
-        return union > 0 ? intersection / union : 0
-    }
-}

@@ -89,9 +89,13 @@ public struct ModelReport: Sendable, Codable {
             detectionLayout = "YOLOv5 [1, \(single[1]), \(single[2])]: \(single[2] - 5) classes with objectness; letterbox input, NMS in Spotter"
         } else if single.count == 3, single[0] == 1, single[2] > single[1], single[1] > 4 {
             detectionLayout = "YOLOv8/11 [1, \(single[1]), \(single[2])]: \(single[1] - 4) classes; letterbox input, NMS in Spotter"
+        } else if outputs.count == 2, outputs.allSatisfy({ $0.shape.count == 3 && $0.shape[0] == 1 && $0.type == "float32" }),
+                  outputs[0].shape[1] == outputs[1].shape[1], let boxes = outputs.first(where: { $0.shape[2] >= 4 && $0.shape[2] % 2 == 0 }),
+                  outputs.contains(where: { $0.shape[2] == 1 }) {
+            detectionLayout = "BlazeFace [1, \(boxes.shape[1]), \(boxes.shape[2])] + scores: faces with \((boxes.shape[2] - 4) / 2) keypoints on MediaPipe's SSD anchors; letterbox input, weighted NMS in Spotter"
         } else {
             detectionLayout = nil
-            advice.append("outputs \(outputs.map { "\($0.name) \($0.shape)" }.joined(separator: ", ")) are not a detection layout Spotter decodes (it expects TFLite_Detection_PostProcess's boxes, classes, scores, count, or a YOLO output)")
+            advice.append("outputs \(outputs.map { "\($0.name) \($0.shape)" }.joined(separator: ", ")) are not a detection layout Spotter decodes (it expects TFLite_Detection_PostProcess's boxes, classes, scores, count, a YOLO output, or BlazeFace's boxes and scores)")
         }
         if let input = inputs.first, input.type == "float32", metadata.normalizationMean == nil {
             advice.append("the float input has no normalization metadata: pass --mean and --std (for example --mean 127.5 --std 127.5)")

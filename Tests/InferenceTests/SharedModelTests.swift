@@ -92,3 +92,40 @@ import TFLiteFormat
         }
     }
 }
+
+/// BlazeFace short range (float32, float16 weights folded at load) against LiteRT's raw outputs
+/// on the face photos: box and keypoint regressors and score logits.
+@Suite struct FaceDetectorModelTests {
+    static let faces = ["biden", "grace_hopper", "obama", "two_people"]
+
+    /// Largest difference between `a` and `b`, relative to the largest magnitude in `b`.
+    static func relativeDifference(_ a: [Float], _ b: [Float]) -> Float {
+        let scale = max(b.map(abs).max() ?? 1, 1e-6)
+        return zip(a, b).map { abs($0 - $1) }.max().map { $0 / scale } ?? .infinity
+    }
+
+    @Test("raw outputs match LiteRT's on both backends", arguments: faces)
+    func rawOutputsMatchLiteRT(_ face: String) throws {
+        let folder = Fixtures.generated.appendingPathComponent("models/blazeface/\(face)")
+        let model = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/blazeface-short-range/face_detection_short_range.tflite"))
+        #expect(model.subgraph.operators.contains { $0.code.builtin == .dequantize })
+        #expect(!model.foldingFloat16Constants().subgraph.operators.contains { $0.code.builtin == .dequantize })
+        func load(_ name: String) throws -> [Float] { try Fixtures.npy(folder.appendingPathComponent(name)).values(as: Float.self) }
+        let ref = (try load("ref.npy"), try load("ref-scores.npy")), fast = (try load("xnnpack.npy"), try load("xnnpack-scores.npy"))
+        // LiteRT's own two paths differ by this much (different summation orders and fused kernels).
+        let litert = max(Self.relativeDifference(fast.0, ref.0), Self.relativeDifference(fast.1, ref.1))
+        for backend in [Interpreter.Options.Backend.reference, .xnnpack] {
+            let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend))
+            try interpreter.copy(try Fixtures.npy(folder.appendingPathComponent("input.npy")).data, toInputAt: 0)
+            try interpreter.invoke()
+            let boxes = try interpreter.output(at: 0).values(as: Float.self), scores = try interpreter.output(at: 1).values(as: Float.self)
+            #expect(boxes.count == 896 * 16 && scores.count == 896)
+            let toRef = max(Self.relativeDifference(boxes, ref.0), Self.relativeDifference(scores, ref.1))
+            let toFast = max(Self.relativeDifference(boxes, fast.0), Self.relativeDifference(scores, fast.1))
+            // The reference backend sums as LiteRT's reference kernels do: float rounding only.
+            let bound: Float = backend == .reference ? 1e-5 : max(2 * litert, 1e-5)
+            #expect(backend == .reference ? toRef <= bound : min(toRef, toFast) <= bound,
+                    "\(backend): \(toRef) from LiteRT's reference, \(toFast) from its XNNPACK path (LiteRT's paths: \(litert))")
+        }
+    }
+}
