@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Media", targets: ["Media"]),
         .library(name: "Detection", targets: ["Detection"]),
         .library(name: "Rectangles", targets: ["Rectangles"]),
+        .library(name: "Faces", targets: ["Faces"]),
         .library(name: "ModelStore", targets: ["ModelStore"]),
         .library(name: "Server", targets: ["Server"]),
         .executable(name: "spotter", targets: ["spotter"]),
@@ -61,6 +62,8 @@ let package = Package(
         .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
         // Frame pipeline with back-pressure, the clip recorder, the album index (SQLite via GRDB).
         .target(name: "Pipeline", dependencies: ["Detection", "Media", "Imaging", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Face recognition: BlazeFace keypoints, alignment on ArcFace's template, embeddings, a gallery (SQLite via GRDB).
+        .target(name: "Faces", dependencies: ["Detection", "Inference", "Imaging", "Media", .product(name: "GRDB", package: "GRDB.swift")]),
         // Catalog of models and sample videos, the cache, checked and resumable downloads.
         .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
@@ -72,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -86,6 +89,7 @@ let package = Package(
             "Server", "Pipeline", "Detection", "Media", "Imaging", "TestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "RectanglesTests", dependencies: ["Rectangles", "Imaging", "Media", "TestSupport"]),
+        .testTarget(name: "FacesTests", dependencies: ["Faces", "Detection", "Imaging", "Media", "Inference", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
     ]
 )

@@ -161,5 +161,50 @@ with tempfile.TemporaryDirectory() as out:
         if extra.endswith("-2.png"):
             os.remove(os.path.join(drawn, extra))
 
+shared = os.path.join(os.path.dirname(root), "shared")
+faces_dir = os.path.join(shared, "images", "faces")
+blazeface = os.path.join(shared, "models", "blazeface-short-range", "face_detection_short_range.tflite")
+report = json.loads(subprocess.run([spotter, "inspect", blazeface, "--json"], check=True, capture_output=True, text=True).stdout)
+check(report["runnable"] and report["detectionLayout"].startswith("BlazeFace [1, 896, 16]"), "inspect runs BlazeFace (float16 weights) and names its layout")
+detected = json.loads(subprocess.run([spotter, "detect", os.path.join(faces_dir, "two_people.jpg"), "--model", blazeface, "--format", "json"],
+                                     check=True, capture_output=True, text=True).stdout)
+check(len(detected["detections"]) == 2 and all(d["label"] == "face" and len(d["keypoints"]) == 6 for d in detected["detections"]),
+      "detect --model BlazeFace finds both faces of two_people.jpg with 6 keypoints each")
+with tempfile.TemporaryDirectory() as out:
+    env = dict(os.environ, SPOTTER_FACE_EMBEDDER=os.path.join(shared, "models", "mobilefacenet", "mobile_face_net.tflite"),
+               SPOTTER_FACE_DETECTOR=blazeface, XDG_DATA_HOME=os.path.join(out, "data"))
+    def faces(*args):
+        return subprocess.run([spotter, "faces", *args], capture_output=True, text=True, env=env)
+    for name, photo in [("Obama", "obama.jpg"), ("Biden", "biden.jpg"), ("Grace Hopper", "grace_hopper.png")]:
+        enrolled = faces("enroll", name, os.path.join(faces_dir, photo))
+        check(enrolled.returncode == 0 and f"enrolled {name}" in enrolled.stdout, f"faces enroll {name}")
+    gallery = os.path.join(out, "data", "spotter", "faces.sqlite")
+    check(os.path.exists(gallery), "faces keeps its gallery in $XDG_DATA_HOME/spotter/faces.sqlite")
+    listed = faces("list")
+    check(listed.stdout.splitlines() == ["Biden\t1 face", "Grace Hopper\t1 face", "Obama\t1 face"], "faces list names everyone enrolled")
+    pictures = [os.path.join(faces_dir, "two_people.jpg"), os.path.join(shared, "images", "astronaut.png")]
+    rows = [json.loads(line) for line in faces("identify", *pictures, "--json", "--save-dir", os.path.join(out, "named")).stdout.splitlines()]
+    keys = {"image", "width", "height", "faces"}
+    check(len(rows) == 2 and all(keys <= r.keys() for r in rows)
+          and all({"box", "score", "keypoints", "name", "distance", "quality"} <= f.keys() for r in rows for f in r["faces"]),
+          "faces identify --json prints image, width, height and faces with box, score, keypoints, name, distance")
+    names = [f["name"] for f in sorted(rows[0]["faces"], key=lambda f: f["box"]["xmin"])] if rows else []
+    check(names == ["Obama", "Biden"], "faces identify names Obama and Biden on two_people.jpg")
+    check(len(rows) == 2 and [f["name"] for f in rows[1]["faces"]] == [None], "faces identify calls the astronaut unknown")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                            os.path.join(out, "named", "two_people.jpg")], capture_output=True, text=True)
+    check(probe.stdout.strip() == "1126,661", "faces identify --save-dir writes a named copy ffprobe reads")
+    same = faces("compare", os.path.join(faces_dir, "obama.jpg"), os.path.join(faces_dir, "two_people.jpg"))
+    check(same.returncode == 0 and "the same person" in same.stdout, "faces compare: Obama's portrait and the two-people photo are one person")
+    removed = faces("rm", "Biden")
+    again = faces("rm", "Biden")
+    check(removed.returncode == 0 and again.returncode != 0 and "no one named \"Biden\"" in again.stderr, "faces rm removes a person once, then says there is no one by that name")
+    raw = open(gallery, "rb").read() + (open(gallery + "-wal", "rb").read() if os.path.exists(gallery + "-wal") else b"")
+    check(b"Biden" not in raw and b"biden.jpg" not in raw, "faces rm leaves nothing of the person in the gallery file")
+    rows = [json.loads(line) for line in faces("identify", pictures[0], "--json").stdout.splitlines()]
+    check([f["name"] for f in sorted(rows[0]["faces"], key=lambda f: f["box"]["xmin"])] == ["Obama", None], "after faces rm, Biden is unknown")
+    noface = faces("enroll", "Cup", os.path.join(shared, "images", "coffee.png"))
+    check(noface.returncode != 0 and "no face found" in noface.stderr, "faces enroll says when a photo has no face")
+
 print(f"{len(checked) - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

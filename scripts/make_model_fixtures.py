@@ -14,6 +14,14 @@ that Spotter runs and each shared picture:
   mobilefacenet/FACE/...    input.npy, ref.npy, xnnpack.npy as above for the face photos of
                             ../shared/images/faces (input (p - 128) / 128, float32; hybrid int8
                             weights, so LiteRT's own two paths differ slightly)
+  blazeface/FACE/...        input.npy (letterboxed with black bars, (p - 127.5) / 127.5), ref.npy and
+                            xnnpack.npy (regressors [1, 896, 16]), ref-scores.npy and
+                            xnnpack-scores.npy (logits [1, 896, 1]) for every face photo
+  faces/peer.jsonl          the face recognition peer (scripts/peer_faces.py) on the face photos and
+                            astronaut.png: boxes, keypoints, alignment transforms, embeddings;
+  faces/crops/NAME-K.npy    and its aligned 112x112 crops (cv2.warpAffine)
+  blazeface/peer-*.jsonl    detections of the face peer (scripts/peer_blazeface.py) on the face
+                            photos and astronaut.png, threshold 0.5, both LiteRT paths
 
 Spotter's outputs are never used here. Tool versions: ../shared/reference/requirements.txt.
 """
@@ -76,7 +84,35 @@ def main():
             interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
             interpreter.invoke()
             np.save(os.path.join(folder, kind + ".npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
-    print(f"wrote LiteRT outputs of {len(MODELS) + 1} model(s) on {len(PICTURES)} pictures and {len(FACES)} faces to {args.outdir}")
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from peer_blazeface import letterbox
+    faces = os.path.join(SHARED, "models", "blazeface-short-range", "face_detection_short_range.tflite")
+    photos = sorted(os.listdir(os.path.join(SHARED, "images", "faces")))
+    for face in photos:
+        folder = os.path.join(args.outdir, "blazeface", os.path.splitext(face)[0])
+        os.makedirs(folder, exist_ok=True)
+        rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", "faces", face)), cv2.COLOR_BGR2RGB)
+        value = ((letterbox(rgb, 128, 128)[0].astype(np.float32) - 127.5) / 127.5)[None]
+        np.save(os.path.join(folder, "input.npy"), value)
+        for kind, resolver in [("ref", OpResolverType.BUILTIN_REF), ("xnnpack", OpResolverType.AUTO)]:
+            interpreter = Interpreter(model_path=faces, experimental_op_resolver_type=resolver, num_threads=1)
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
+            interpreter.invoke()
+            outputs = {tuple(d["shape"])[-1]: interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()}
+            np.save(os.path.join(folder, kind + ".npy"), outputs[16])
+            np.save(os.path.join(folder, kind + "-scores.npy"), outputs[1])
+    pictures = [os.path.join(SHARED, "images", "faces", face) for face in photos] + [os.path.join(SHARED, "images", "astronaut.png")]
+    for resolver, kind in [("ref", "ref"), ("default", "xnnpack")]:
+        peer = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "peer_blazeface.py"), faces, "--resolver", resolver] + pictures,
+                              check=True, capture_output=True, text=True).stdout
+        with open(os.path.join(args.outdir, "blazeface", f"peer-{kind}.jsonl"), "w") as f:
+            f.write(peer)
+    recognition = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "peer_faces.py"), "--crops",
+                                  os.path.join(args.outdir, "faces", "crops")] + pictures, check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(args.outdir, "faces", "peer.jsonl"), "w") as f:
+        f.write(recognition)
+    print(f"wrote LiteRT outputs of {len(MODELS) + 2} model(s) on {len(PICTURES)} pictures and {len(FACES)} faces to {args.outdir}")
 
 
 if __name__ == "__main__":

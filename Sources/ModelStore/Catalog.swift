@@ -100,6 +100,12 @@ public struct Catalog: Sendable {
             packaging: .file, files: ["efficientdet_lite0.tflite"],
             license: "Apache-2.0",
             summary: "EfficientDet-Lite0, COCO, int8, 320x320, labels in its metadata (MediaPipe)"),
+        CatalogEntry(
+            name: "blazeface-short-range", kind: .model,
+            url: "https://storage.googleapis.com/mediapipe-assets/face_detection_short_range.tflite",
+            packaging: .file, files: ["face_detection_short_range.tflite"],
+            license: "Apache-2.0",
+            summary: "BlazeFace short range, faces with 6 keypoints, float16 weights, 128x128 (MediaPipe); for `spotter faces`"),
     ] + [
         ("one-by-one-person-detection", "people walk in one by one, 768x432, 2 min 19 s"),
         ("people-detection", "people walking through a room"),

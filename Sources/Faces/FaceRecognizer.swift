@@ -1,0 +1,120 @@
+import Detection
+import Foundation
+import Imaging
+import Inference
+
+/// A face found in a picture: where, how well it can be recognized, and its embedding.
+public struct Face: Sendable {
+    /// Whether the face can be recognized.
+    public enum Quality: String, Sendable, Codable {
+        case good
+        /// The eyes are closer than ``FaceRecognizer/Options/minimumEyeDistance``.
+        case tooSmall = "too small"
+        /// The nose is off the eyes' midline by more than ``FaceRecognizer/Options/maximumTurn``.
+        case notFrontal = "not frontal"
+    }
+
+    /// In pixels of the upright picture.
+    public var box: Rect
+    public var score: Float
+    /// The detector's keypoints in upright pixels (BlazeFace: right eye, left eye, nose tip, mouth
+    /// centre, right ear tragion, left ear tragion).
+    public var keypoints: [Point]
+    public var quality: Quality
+    /// Upright picture pixels to the aligned crop's (the template's).
+    public var transform: AffineMap
+    /// The aligned crop; nil unless `quality` is good.
+    public var crop: Image?
+    /// Unit length; nil unless `quality` is good.
+    public var embedding: [Float]?
+}
+
+/// Finds faces, aligns them on ArcFace's template and embeds them: BlazeFace (or another detector
+/// with eye, nose and mouth keypoints), then a recognition network such as MobileFaceNet.
+///
+/// ```swift
+/// let recognizer = try FaceRecognizer(detectorPath: "face_detection_short_range.tflite", embedderPath: "mobile_face_net.tflite")
+/// let gallery = try FaceGallery(path: FaceGallery.defaultPath)
+/// for face in try recognizer.faces(in: picture) where face.quality == .good {
+///     print(try gallery.identify(face.embedding!).name ?? "unknown")
+/// }
+/// ```
+///
+/// Not thread-safe: one recognizer per thread (or behind an actor).
+public final class FaceRecognizer {
+    public struct Options: Sendable {
+        /// Faces below this detection score are ignored. Default 0.5 (MediaPipe's).
+        public var scoreThreshold: Float = 0.5
+        /// Faces whose eyes are closer than this many pixels are reported `tooSmall`: the crop would
+        /// be upscaled from too little. Default 16 (a face about 40 px wide).
+        public var minimumEyeDistance: Double = 16
+        /// Faces whose nose tip is farther than this from the eyes' midline, in eye distances, are
+        /// reported `notFrontal` (half profile or more). Default 0.4; frontal faces are within 0.1.
+        public var maximumTurn: Double = 0.4
+        /// Default: all cores.
+        public var threadCount: Int = Processors.available
+        /// Default: `.xnnpack`.
+        public var backend: Interpreter.Options.Backend = .xnnpack
+
+        public init(scoreThreshold: Float = 0.5, minimumEyeDistance: Double = 16, maximumTurn: Double = 0.4,
+                    threadCount: Int = Processors.available, backend: Interpreter.Options.Backend = .xnnpack) {
+            self.scoreThreshold = scoreThreshold
+            self.minimumEyeDistance = minimumEyeDistance
+            self.maximumTurn = maximumTurn
+            self.threadCount = threadCount
+            self.backend = backend
+        }
+    }
+
+    public let options: Options
+    public let detector: ObjectDetector
+    public let embedder: FaceEmbedder
+
+    /// - Throws: ``FaceError/unsupportedDetector(path:reason:)`` for a detector without eye, nose
+    ///   and mouth keypoints; the errors of ``ObjectDetector`` and ``FaceEmbedder``.
+    public init(detectorPath: String, embedderPath: String, options: Options = Options()) throws {
+        self.options = options
+        // Two interpreters take turns: each one's threads sleep after its invoke instead of spinning
+        // against the other's (on two cores, spinning workers doubled the time).
+        var detectorOptions = ObjectDetector.Options(scoreThreshold: options.scoreThreshold, threadCount: options.threadCount, backend: options.backend)
+        detectorOptions.parksThreadsBetweenPictures = true
+        detector = try ObjectDetector(modelPath: detectorPath, options: detectorOptions)
+        guard detector.keypointCount >= 4 else {
+            throw FaceError.unsupportedDetector(path: detectorPath, reason: "its detections carry no eye, nose and mouth keypoints (\(detector.layoutDescription))")
+        }
+        var embedderOptions = FaceEmbedder.Options(threadCount: options.threadCount, backend: options.backend)
+        embedderOptions.parksThreadsAfterInvoke = true
+        embedder = try FaceEmbedder(modelPath: embedderPath, options: embedderOptions)
+    }
+
+    /// The faces in `image` (stored pixels, turned upright by `orientation`), best first; those of
+    /// good quality aligned and embedded.
+    public func faces(in image: Image, orientation: Orientation = .up) throws -> [Face] {
+        let found = try detector.detect(image, orientation: orientation).detections
+        guard !found.isEmpty else { return [] }
+        let upright = image.converted(to: .rgb24).oriented(orientation)
+        return try found.compactMap { detection in
+            guard let keypoints = detection.keypoints, keypoints.count >= 4 else { return nil }
+            let transform = FaceAlignment.transform(keypoints: keypoints)
+            var face = Face(box: detection.box, score: detection.score, keypoints: keypoints, quality: quality(of: keypoints),
+                            transform: transform, crop: nil, embedding: nil)
+            if face.quality == .good {
+                let crop = upright.warpedAffine(transform, to: embedder.inputSize)
+                face.crop = crop
+                face.embedding = try embedder.embed(crop)
+            }
+            return face
+        }
+    }
+
+    /// Whether a face with these keypoints (right eye, left eye, nose tip, ...) can be recognized.
+    public func quality(of keypoints: [Point]) -> Face.Quality {
+        let (right, left, nose) = (keypoints[0], keypoints[1], keypoints[2])
+        let eyes = right.distance(to: left)
+        if eyes < options.minimumEyeDistance { return .tooSmall }
+        // The nose tip's offset along the eye axis from the eyes' midpoint, in eye distances.
+        let mid = Point(x: (right.x + left.x) / 2, y: (right.y + left.y) / 2)
+        let along = ((nose.x - mid.x) * (left.x - right.x) + (nose.y - mid.y) * (left.y - right.y)) / (eyes * eyes)
+        return abs(along) > options.maximumTurn ? .notFrontal : .good
+    }
+}

@@ -1,0 +1,55 @@
+extension Image {
+    /// The picture transformed by `map` into a `size` picture, as OpenCV's `warpAffine` (5.x) with
+    /// `INTER_LINEAR` and a constant border computes it: `map` takes source pixel positions to
+    /// destination ones (pixel centres at integer coordinates); each destination pixel samples the
+    /// source at the inverse map's position, in float32 with fused multiply-adds, bilinearly, rounded
+    /// half to even. Neighbours outside the source read `fill`. RGB24 or GRAY8 only.
+    public func warpedAffine(_ map: AffineMap, to size: Size, fill: UInt8 = 0) -> Image {
+        precondition(format == .rgb24 || format == .gray8, "warp RGB24 or GRAY8 pictures; convert \(format) first")
+        // The inverse as OpenCV computes it (in double, multiplying by 1/determinant).
+        let r = 1 / (map.a * map.d - map.b * map.c)
+        let ia = map.d * r, ib = -map.b * r, ic = -map.c * r, id = map.a * r
+        let itx = -ia * map.tx - ib * map.ty, ity = -ic * map.tx - id * map.ty
+        let channels = format.bytesPerPixel, stride = strides[0]
+        var out = Image(width: size.width, height: size.height, format: format)
+        let (w, h, fillValue) = (width, height, Float(fill))
+        let (m0, m3) = (Float(ia), Float(ic))
+        out.data.withUnsafeMutableBufferPointer { dst in
+            data.withUnsafeBufferPointer { src in
+                func at(_ px: Int, _ py: Int, _ c: Int) -> Float {
+                    px >= 0 && py >= 0 && px < w && py < h ? Float(src[py * stride + px * channels + c]) : fillValue
+                }
+                for y in 0..<size.height {
+                    // Per row in double, then float: OpenCV's M_x and M_y.
+                    let rowX = Float(Double(y) * ib + itx), rowY = Float(Double(y) * id + ity)
+                    for x in 0..<size.width {
+                        let sx = rowX.addingProduct(m0, Float(x)), sy = rowY.addingProduct(m3, Float(x))
+                        guard sx.isFinite, sy.isFinite, abs(sx) < 1e9, abs(sy) < 1e9 else { continue }
+                        let fx = sx.rounded(.down), fy = sy.rounded(.down)
+                        let ix = Int(fx), iy = Int(fy), alpha = sx - fx, beta = sy - fy
+                        let d = (y * size.width + x) * channels
+                        if ix < -1 || iy < -1 || ix >= w || iy >= h {
+                            for c in 0..<channels { dst[d + c] = fill }
+                            continue
+                        }
+                        let inside = ix < w - 1 && iy < h - 1 && ix >= 0 && iy >= 0
+                        for c in 0..<channels {
+                            let p00, p01, p10, p11: Float
+                            if inside {
+                                let s = iy * stride + ix * channels + c
+                                (p00, p01) = (Float(src[s]), Float(src[s + channels]))
+                                (p10, p11) = (Float(src[s + stride]), Float(src[s + stride + channels]))
+                            } else {
+                                (p00, p01, p10, p11) = (at(ix, iy, c), at(ix + 1, iy, c), at(ix, iy + 1, c), at(ix + 1, iy + 1, c))
+                            }
+                            let top = p00.addingProduct(alpha, p01 - p00), bottom = p10.addingProduct(alpha, p11 - p10)
+                            let value = top.addingProduct(beta, bottom - top).rounded(.toNearestOrEven)
+                            dst[d + c] = UInt8(min(max(value, 0), 255))
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+}
