@@ -22,13 +22,13 @@ swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build
 [ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
 
 # AddressSanitizer over the suites that hand pixels, FFmpeg buffers and tensors to unsafe pointers
-# (Imaging, Media, Detection, Pipeline with its frame-size sweep, Rectangles, the single-operator kernels);
+# (Imaging, Media, Detection, Pipeline with its frame-size sweep, Rectangles, Faces, the single-operator kernels);
 # SPOTTER_MEMORY_CHECK=1 leaves the server, model store and command line out of this build.
 export SPOTTER_MEMORY_CHECK=1
 swift build -c release --sanitize=address --build-tests --build-path .build-asan > .build/asan-build.log 2>&1 \
   || { tail -40 .build/asan-build.log; echo "AddressSanitizer build failed"; exit 1; }
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 swift test -c release --sanitize=address --build-path .build-asan --skip-build \
-  --filter '^(ImagingTests|DetectionTests|PipelineTests|RectanglesTests)\.|OperatorFixtureTests' 2>&1 | tee .build/asan-test.log \
+  --filter '^(ImagingTests|DetectionTests|PipelineTests|RectanglesTests|FacesTests)\.|OperatorFixtureTests' 2>&1 | tee .build/asan-test.log \
   | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 asan_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/asan-test.log)
 [ -n "$asan_tests" ] || { echo "swift test under AddressSanitizer failed"; exit 1; }

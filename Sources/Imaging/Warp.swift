@@ -24,10 +24,14 @@ extension Image {
                     let rowX = Float(Double(y) * ib + itx), rowY = Float(Double(y) * id + ity)
                     for x in 0..<size.width {
                         let sx = rowX.addingProduct(m0, Float(x)), sy = rowY.addingProduct(m3, Float(x))
-                        guard sx.isFinite, sy.isFinite, abs(sx) < 1e9, abs(sy) < 1e9 else { continue }
+                        let d = (y * size.width + x) * channels
+                        // Far outside (or not a number): the fill, before converting to Int.
+                        guard abs(sx) < 1e9, abs(sy) < 1e9 else {
+                            for c in 0..<channels { dst[d + c] = fill }
+                            continue
+                        }
                         let fx = sx.rounded(.down), fy = sy.rounded(.down)
                         let ix = Int(fx), iy = Int(fy), alpha = sx - fx, beta = sy - fy
-                        let d = (y * size.width + x) * channels
                         if ix < -1 || iy < -1 || ix >= w || iy >= h {
                             for c in 0..<channels { dst[d + c] = fill }
                             continue
