@@ -6,6 +6,7 @@
 #   scripts/bench.sh --serve [--seconds 10] [--connections 4]       detect endpoint against a Python HTTP peer
 #   scripts/bench.sh --sources [--seconds 15]                       live sources per machine, cost of viewers
 #   scripts/bench.sh --rectangles                                   accuracy and time against the OpenCV recipe
+#   scripts/bench.sh --faces [--threads 1,2] [--runs 60]            find, align and embed a face against peer_faces.py's steps
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -26,6 +27,9 @@ elif [ "${1:-}" = "--rectangles" ]; then
   [ -f fixtures-generated/rectangles/truth.json ] || "$venv/bin/python" scripts/make_rectangle_set.py
   # Both on one thread: Spotter's detector is single-threaded, OpenCV is told so.
   "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles --peer "$@" 2>&1 | grep -v "libpng warning" || true
+elif [ "${1:-}" = "--faces" ]; then
+  shift
+  "$venv/bin/python" scripts/bench_faces.py .build/release/spotter "$@"
 elif [ "${1:-}" = "--startup" ]; then
   shift
   "$venv/bin/python" scripts/bench_startup.py .build/release/spotter "$@"
