@@ -440,8 +440,60 @@ def main():
          [(Op.DEQUANTIZE, None, [1], [2], 0, None, None), (Op.DEQUANTIZE, None, [3], [4], 0, None, None),
           (Op.CONV_2D, None, [0, 2, 4], [5], Opt.Conv2DOptions,
            options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=1), None)])
+    more_layout_and_math()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
+
+
+def i32(values):
+    values = np.array(values, np.int32)
+    return T(list(values.shape), TT.INT32, data=values)
+
+
+def more_layout_and_math():
+    """SLICE, SPLIT, SPLIT_V, PACK, UNPACK, GATHER, DEPTH_TO_SPACE, CAST, NEG, EXP, TANH, MINIMUM,
+    MAXIMUM, PRELU, MEAN, SUM, BATCH_MATMUL (added after the others, so their random inputs stay)."""
+    q = {"scale": 0.05, "zp": 3}
+    for type, tag, qp in [(TT.FLOAT32, "float32", {}), (TT.INT8, "int8", q)]:
+        save(f"slice_{tag}", [T([2, 5, 6, 3], type, **qp), i32([1, 1, 2, 0]), i32([1, -1, 3, 2]), T([1, 4, 3, 2], type, **qp)],
+             [0], [3], [(Op.SLICE, None, [0, 1, 2], [3], 0, None, None)])
+        save(f"split_{tag}_axis_minus1", [i32([-1]), T([2, 3, 6], type, **qp), T([2, 3, 2], type, **qp), T([2, 3, 2], type, **qp),
+                                          T([2, 3, 2], type, **qp)], [1], [2, 3, 4],
+             [(Op.SPLIT, None, [0, 1], [2, 3, 4], Opt.SplitOptions, options("SplitOptions", NumSplits=3), None)])
+        save(f"split_v_{tag}", [T([2, 7, 3], type, **qp), i32([2, -1, 1]), i32([1]), T([2, 2, 3], type, **qp), T([2, 4, 3], type, **qp),
+                                T([2, 1, 3], type, **qp)], [0], [3, 4, 5],
+             [(Op.SPLIT_V, None, [0, 1, 2], [3, 4, 5], Opt.SplitVOptions, options("SplitVOptions", NumSplits=3), None)])
+        save(f"pack_{tag}_axis1", [T([2, 3], type, **qp), T([2, 3], type, **qp), T([2, 3], type, **qp), T([2, 3, 3], type, **qp)],
+             [0, 1, 2], [3], [(Op.PACK, None, [0, 1, 2], [3], Opt.PackOptions, options("PackOptions", ValuesCount=3, Axis=1), None)])
+        save(f"unpack_{tag}_axis2", [T([2, 3, 2], type, **qp), T([2, 3], type, **qp), T([2, 3], type, **qp)], [0], [1, 2],
+             [(Op.UNPACK, None, [0], [1, 2], Opt.UnpackOptions, options("UnpackOptions", Num=2, Axis=2), None)])
+        save(f"gather_{tag}_axis1", [T([2, 5, 3], type, **qp), i32([[4, 0], [2, 2]]), T([2, 2, 2, 3], type, **qp)], [0], [2],
+             [(Op.GATHER, None, [0, 1], [2], Opt.GatherOptions, options("GatherOptions", Axis=1), None)])
+        save(f"depth_to_space_{tag}", [T([1, 2, 3, 8], type, **qp), T([1, 4, 6, 2], type, **qp)], [0], [1],
+             [(Op.DEPTH_TO_SPACE, None, [0], [1], Opt.DepthToSpaceOptions, options("DepthToSpaceOptions", BlockSize=2), None)])
+        for code, name in [(Op.MINIMUM, "minimum"), (Op.MAXIMUM, "maximum")]:
+            save(f"{name}_{tag}_broadcast", [T([2, 3, 4], type, **qp), T([1, 3, 1], type, **qp), T([2, 3, 4], type, **qp)], [0, 1], [2],
+                 [(code, None, [0, 1], [2], Opt.MaximumMinimumOptions, options("MaximumMinimumOptions"), None)])
+    save("gather_float32_constant_indices_axis0", [T([4, 3], TT.FLOAT32), i32([3, 1, 3]), T([3, 3], TT.FLOAT32)], [0], [2],
+         [(Op.GATHER, None, [0, 1], [2], Opt.GatherOptions, options("GatherOptions", Axis=0), None)])
+    for source, target, tag in [(TT.FLOAT32, TT.INT32, "float32_to_int32"), (TT.INT32, TT.FLOAT32, "int32_to_float32"),
+                                (TT.UINT8, TT.FLOAT32, "uint8_to_float32"), (TT.INT8, TT.INT32, "int8_to_int32")]:
+        save(f"cast_{tag}", [T([3, 7], source), T([3, 7], target)], [0], [1],
+             [(Op.CAST, None, [0], [1], Opt.CastOptions, options("CastOptions", InDataType=source, OutDataType=target), None)])
+    for code, name, opt in [(Op.NEG, "neg", "NegOptions"), (Op.EXP, "exp", "ExpOptions"), (Op.TANH, "tanh", None)]:
+        save(f"{name}_float32", [T([2, 3, 5], TT.FLOAT32), T([2, 3, 5], TT.FLOAT32)], [0], [1],
+             [(code, None, [0], [1], getattr(Opt, opt) if opt else 0, options(opt) if opt else None, None)])
+    save("prelu_float32_channel_alpha", [T([1, 4, 4, 3], TT.FLOAT32), T([1, 1, 3], TT.FLOAT32, data=np.array([[[0.25, -0.1, 1.5]]], np.float32)),
+                                         T([1, 4, 4, 3], TT.FLOAT32)], [0], [2], [(Op.PRELU, None, [0, 1], [2], 0, None, None)])
+    for code, name in [(Op.MEAN, "mean"), (Op.SUM, "sum")]:
+        save(f"{name}_float32_spatial_keep_dims", [T([2, 4, 5, 3], TT.FLOAT32), i32([1, 2]), T([2, 1, 1, 3], TT.FLOAT32)], [0], [2],
+             [(code, None, [0, 1], [2], Opt.ReducerOptions, options("ReducerOptions", KeepDims=True), None)])
+        save(f"{name}_float32_last_axis", [T([3, 2, 6], TT.FLOAT32), i32([-1]), T([3, 2], TT.FLOAT32)], [0], [2],
+             [(code, None, [0, 1], [2], Opt.ReducerOptions, options("ReducerOptions", KeepDims=False), None)])
+    save("batch_matmul_float32_broadcast", [T([2, 1, 3, 4], TT.FLOAT32), T([3, 4, 5], TT.FLOAT32), T([2, 3, 3, 5], TT.FLOAT32)], [0, 1], [2],
+         [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions"), None)])
+    save("batch_matmul_float32_adjoint", [T([2, 4, 3], TT.FLOAT32), T([2, 5, 4], TT.FLOAT32), T([2, 3, 5], TT.FLOAT32)], [0, 1], [2],
+         [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions", AdjX=True, AdjY=True), None)])
 
 
 def write_invalid_models():
@@ -456,8 +508,8 @@ def write_invalid_models():
         # A tensor naming buffer 7 of a model with 1 buffer.
         "missing_buffer.tflite": build([T([4], TT.FLOAT32, buffer=7), T([4], TT.FLOAT32)], [0], [1], relu(None)),
         # An operator Spotter has no kernel for.
-        "unsupported_tanh.tflite": build([T([4], TT.FLOAT32), T([4], TT.FLOAT32)], [0], [1],
-                                         [(Op.TANH, None, [0], [1], 0, None, None)]),
+        "unsupported_sin.tflite": build([T([4], TT.FLOAT32), T([4], TT.FLOAT32)], [0], [1],
+                                        [(Op.SIN, None, [0], [1], 0, None, None)]),
         # A constant stored sparse (its buffer holds fewer values than its shape).
         "sparse_constant.tflite": build([T([2, 3], TT.FLOAT32), T([2, 3], TT.FLOAT32, data=np.ones(2, np.float32), sparse=True),
                                          T([2, 3], TT.FLOAT32)], [0], [2],

@@ -342,7 +342,8 @@ private struct ModelParser {
     private static let expectedOptions: [BuiltinOperator: Int] = [
         .conv2D: 1, .depthwiseConv2D: 2, .averagePool2D: 5, .maxPool2D: 5, .fullyConnected: 8, .softmax: 9,
         .concatenation: 10, .add: 11, .resizeBilinear: 15, .reshape: 17, .mul: 21, .squeeze: 30,
-        .resizeNearestNeighbor: 74, .stridedSlice: 32, .sub: 28,
+        .resizeNearestNeighbor: 74, .stridedSlice: 32, .sub: 28, .pack: 59, .unpack: 64, .gather: 23, .mean: 27, .sum: 27,
+        .depthToSpace: 94, .batchMatMul: 101,
     ]
 
     func parseOptions(_ table: FlatTable?, type: Int, code: BuiltinOperator, operatorIndex: Int) throws -> BuiltinOptions {
@@ -419,6 +420,18 @@ private struct ModelParser {
             return .resizeBilinear(ResizeOptions(alignCorners: try flag(2, "align_corners"), halfPixelCenters: try flag(3, "half_pixel_centers")))
         case .resizeNearestNeighbor:
             return .resizeNearestNeighbor(ResizeOptions(alignCorners: try flag(0, "align_corners"), halfPixelCenters: try flag(1, "half_pixel_centers")))
+        case .pack:
+            return .pack(axis: try int(1, "axis", 0))
+        case .unpack:
+            return .unpack(axis: try int(1, "axis", 0))
+        case .gather:
+            return .gather(axis: try int(0, "axis", 0), batchDims: try int(1, "batch_dims", 0))
+        case .mean, .sum:
+            return .reducer(keepDims: try flag(0, "keep_dims"))
+        case .depthToSpace:
+            return .depthToSpace(blockSize: try positive(try int(0, "block_size", 0), "block_size"))
+        case .batchMatMul:
+            return .batchMatMul(adjointX: try flag(0, "adj_x"), adjointY: try flag(1, "adj_y"))
         default:
             return .other(typeCode: type)
         }

@@ -114,6 +114,23 @@ public struct BuiltinOperator: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let abs = Self(rawValue: 101)
     public static let quantize = Self(rawValue: 114)
     public static let hardSwish = Self(rawValue: 117)
+    public static let depthToSpace = Self(rawValue: 5)
+    public static let tanh = Self(rawValue: 28)
+    public static let gather = Self(rawValue: 36)
+    public static let mean = Self(rawValue: 40)
+    public static let exp = Self(rawValue: 47)
+    public static let split = Self(rawValue: 49)
+    public static let cast = Self(rawValue: 53)
+    public static let prelu = Self(rawValue: 54)
+    public static let maximum = Self(rawValue: 55)
+    public static let minimum = Self(rawValue: 57)
+    public static let neg = Self(rawValue: 59)
+    public static let slice = Self(rawValue: 65)
+    public static let sum = Self(rawValue: 74)
+    public static let pack = Self(rawValue: 83)
+    public static let unpack = Self(rawValue: 88)
+    public static let splitV = Self(rawValue: 102)
+    public static let batchMatMul = Self(rawValue: 126)
 
     /// The schema's name, e.g. `CONV_2D`.
     public var description: String {
@@ -214,6 +231,14 @@ public enum BuiltinOptions: Sendable, Equatable {
     case resizeNearestNeighbor(ResizeOptions)
     case squeeze(dimensions: [Int])
     case stridedSlice(StridedSliceOptions)
+    /// PACK and UNPACK: the axis the inputs are stacked along (or the input is split along).
+    case pack(axis: Int)
+    case unpack(axis: Int)
+    case gather(axis: Int, batchDims: Int)
+    /// MEAN, SUM and the other reductions.
+    case reducer(keepDims: Bool)
+    case depthToSpace(blockSize: Int)
+    case batchMatMul(adjointX: Bool, adjointY: Bool)
     /// An options table Spotter does not interpret, by its union type code.
     case other(typeCode: Int)
 

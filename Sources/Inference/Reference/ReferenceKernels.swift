@@ -30,6 +30,23 @@ enum ReferenceKernels {
         "DEQUANTIZE": "uint8, int8, int16, float16 to float32 (constant float16 folded at load)",
         "RESIZE_BILINEAR": "float32, uint8, int8",
         "RESIZE_NEAREST_NEIGHBOR": "float32, uint8, int8",
+        "SLICE": "any (constant begin and size)",
+        "SPLIT": "any (constant axis)",
+        "SPLIT_V": "any (constant sizes and axis)",
+        "PACK": "any",
+        "UNPACK": "any",
+        "GATHER": "any (int32/int64 indices, batch_dims 0)",
+        "DEPTH_TO_SPACE": "any",
+        "CAST": "float32, int32, int64, int16, uint8, int8, bool",
+        "NEG": "float32",
+        "EXP": "float32",
+        "TANH": "float32",
+        "MINIMUM": "float32, int32, uint8, int8",
+        "MAXIMUM": "float32, int32, uint8, int8",
+        "PRELU": "float32",
+        "MEAN": "float32 (constant axes)",
+        "SUM": "float32 (constant axes)",
+        "BATCH_MATMUL": "float32",
         DetectionPostProcess.name: "uint8, float32",
     ]
 
@@ -133,6 +150,56 @@ enum ReferenceKernels {
         case (.resizeNearestNeighbor, .resizeNearestNeighbor(let options)):
             try expectInputs(ctx, 2...2)
             return try Resize(ctx, bilinear: false, options: options)
+        case (.slice, _):
+            return try StridedSlice(slice: ctx)
+        case (.split, _):
+            return try AxisSplit(ctx, mode: .split)
+        case (.splitV, _):
+            return try AxisSplit(ctx, mode: .splitV)
+        case (.unpack, .unpack(let axis)):
+            try expectInputs(ctx, 1...1)
+            return try AxisSplit(ctx, mode: .unpack(axis: axis))
+        case (.unpack, .none):
+            try expectInputs(ctx, 1...1)
+            return try AxisSplit(ctx, mode: .unpack(axis: 0))
+        case (.pack, .pack(let axis)):
+            return try Pack(ctx, axis: axis)
+        case (.pack, .none):
+            return try Pack(ctx, axis: 0)
+        case (.gather, .gather(let axis, let batchDims)):
+            try expectInputs(ctx, 2...2)
+            return try Gather(ctx, axis: axis, batchDims: batchDims)
+        case (.gather, .none):
+            try expectInputs(ctx, 2...2)
+            return try Gather(ctx, axis: 0, batchDims: 0)
+        case (.depthToSpace, .depthToSpace(let blockSize)):
+            try expectInputs(ctx, 1...1)
+            return try DepthToSpace(ctx, blockSize: blockSize)
+        case (.cast, _):
+            try expectInputs(ctx, 1...1)
+            return try Cast(ctx)
+        case (.neg, _), (.exp, _), (.tanh, _):
+            try expectInputs(ctx, 1...1)
+            let function: (Float) -> Float = op.code.builtin == .neg ? { -$0 } : op.code.builtin == .exp ? { Foundation.exp($0) } : { Foundation.tanh($0) }
+            return try FloatUnary(ctx, function)
+        case (.minimum, _), (.maximum, _):
+            try expectInputs(ctx, 2...2)
+            return try MinimumMaximum(ctx, maximum: op.code.builtin == .maximum)
+        case (.prelu, _):
+            try expectInputs(ctx, 2...2)
+            return try PRelu(ctx)
+        case (.mean, .reducer(let keepDims)), (.sum, .reducer(let keepDims)):
+            try expectInputs(ctx, 2...2)
+            return try Reduce(ctx, mean: op.code.builtin == .mean, keepDims: keepDims)
+        case (.mean, .none), (.sum, .none):
+            try expectInputs(ctx, 2...2)
+            return try Reduce(ctx, mean: op.code.builtin == .mean, keepDims: false)
+        case (.batchMatMul, .batchMatMul(let adjointX, let adjointY)):
+            try expectInputs(ctx, 2...2)
+            return try BatchMatMul(ctx, adjointX: adjointX, adjointY: adjointY)
+        case (.batchMatMul, .none):
+            try expectInputs(ctx, 2...2)
+            return try BatchMatMul(ctx, adjointX: false, adjointY: false)
         case (.custom, _) where op.code.customName == DetectionPostProcess.name:
             return try DetectionPostProcess(ctx)
         default:

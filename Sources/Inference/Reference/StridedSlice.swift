@@ -2,7 +2,8 @@ import TFLiteFormat
 
 /// STRIDED_SLICE with constant begin, end and strides (any element type: it copies bytes), as
 /// TensorFlow Lite's `strided_slice_logic.h` resolves them: begin and end masks, negative indices
-/// and strides, and shrink-axis; ellipsis and new-axis masks are not supported.
+/// and strides, and shrink-axis; ellipsis and new-axis masks are not supported. Also SLICE (constant
+/// begin and size, -1 for the rest of an axis).
 final class StridedSlice: Kernel {
     static let maxRank = 5
     let input, output: Int
@@ -12,21 +13,60 @@ final class StridedSlice: Kernel {
     /// Element strides of the input, padded the same way.
     let inputStrides: [Int]
 
-    init(_ ctx: PrepareContext, options: StridedSliceOptions) throws {
+    /// A slice of the input given per axis as first index, step and count.
+    init(_ ctx: PrepareContext, starts: [Int], steps: [Int], counts: [Int], outputShape: [Int]) throws {
         input = ctx.input(0)
         output = ctx.output(0)
         guard ctx.type(input) == ctx.type(output), let size = ctx.type(input).byteSize else { throw ctx.unsupported() }
         elementSize = size
+        let shape = ctx.shape(input)
+        let rank = shape.count
+        guard rank <= Self.maxRank else { throw ctx.fail("rank \(rank) is above \(Self.maxRank)") }
+        try ctx.setShape(output, outputShape)
+        var elementStrides = [Int](repeating: 1, count: rank)
+        for axis in stride(from: rank - 2, through: 0, by: -1) { elementStrides[axis] = elementStrides[axis + 1] * shape[axis + 1] }
+        let padding = Self.maxRank - rank
+        self.starts = [Int](repeating: 0, count: padding) + starts
+        self.steps = [Int](repeating: 1, count: padding) + steps
+        self.counts = [Int](repeating: 1, count: padding) + counts
+        inputStrides = [Int](repeating: 0, count: padding) + elementStrides
+    }
+
+    /// SLICE: constant begin and size per axis (size -1: to the end).
+    convenience init(slice ctx: PrepareContext) throws {
+        guard ctx.op.inputs.count == 3, ctx.isConstant(ctx.input(1)), ctx.isConstant(ctx.input(2)) else {
+            throw ctx.fail("begin and size must be constant")
+        }
+        let shape = ctx.shape(ctx.input(0))
+        let begin = try Self.integers(ctx, 1), size = try Self.integers(ctx, 2)
+        guard begin.count == shape.count, size.count == shape.count else {
+            throw ctx.fail("begin \(begin) and size \(size) do not fit the input shape \(shape)")
+        }
+        var counts: [Int] = []
+        for axis in shape.indices {
+            let count = size[axis] == -1 ? shape[axis] - begin[axis] : size[axis]
+            guard begin[axis] >= 0, count >= 0, begin[axis] + count <= shape[axis] else {
+                throw ctx.fail("begin \(begin) and size \(size) reach outside the input shape \(shape)")
+            }
+            counts.append(count)
+        }
+        try self.init(ctx, starts: begin, steps: Array(repeating: 1, count: shape.count), counts: counts, outputShape: counts)
+    }
+
+    /// A constant int32 or int64 input as integers.
+    static func integers(_ ctx: PrepareContext, _ index: Int) throws -> [Int] {
+        let tensor = ctx.input(index)
+        return ctx.type(tensor) == .int64 ? try ctx.constant(tensor, as: Int64.self).map(Int.init) : try ctx.constant(tensor, as: Int32.self).map(Int.init)
+    }
+
+    convenience init(_ ctx: PrepareContext, options: StridedSliceOptions) throws {
         guard options.ellipsisMask == 0, options.newAxisMask == 0 else { throw ctx.fail("ellipsis and new-axis masks are not supported") }
         guard !options.offset else { throw ctx.fail("offset (end relative to begin) is not supported") }
         guard (2...4).contains(ctx.op.inputs.count), (1...3).allSatisfy({ ctx.isConstant(ctx.input($0)) }) else {
             throw ctx.fail("begin, end and strides must be constant")
         }
-        func values(_ index: Int) throws -> [Int] {
-            let tensor = ctx.input(index)
-            return ctx.type(tensor) == .int64 ? try ctx.constant(tensor, as: Int64.self).map(Int.init) : try ctx.constant(tensor, as: Int32.self).map(Int.init)
-        }
-        let shape = ctx.shape(input)
+        func values(_ index: Int) throws -> [Int] { try Self.integers(ctx, index) }
+        let shape = ctx.shape(ctx.input(0))
         let rank = shape.count
         let begin = try values(1), end = try values(2), strides = try values(3)
         guard rank <= Self.maxRank, begin.count == end.count, begin.count == strides.count, begin.count <= rank else {
@@ -58,14 +98,7 @@ final class StridedSlice: Kernel {
             counts.append(count)
             if !shrink { outputShape.append(count) }
         }
-        try ctx.setShape(output, outputShape)
-        var elementStrides = [Int](repeating: 1, count: rank)
-        for axis in stride(from: rank - 2, through: 0, by: -1) { elementStrides[axis] = elementStrides[axis + 1] * shape[axis + 1] }
-        let padding = Self.maxRank - rank
-        self.starts = [Int](repeating: 0, count: padding) + starts
-        self.steps = [Int](repeating: 1, count: padding) + steps
-        self.counts = [Int](repeating: 1, count: padding) + counts
-        inputStrides = [Int](repeating: 0, count: padding) + elementStrides
+        try self.init(ctx, starts: starts, steps: steps, counts: counts, outputShape: outputShape)
     }
 
     func run(_ memory: TensorMemory) {

@@ -1,0 +1,210 @@
+import Foundation
+import TFLiteFormat
+
+/// CAST between float32, int32, int64, int16, uint8, int8 and bool, as C++'s `static_cast`
+/// (floats truncated toward zero, bool as 0 or 1, anything non-zero to true).
+final class Cast: Kernel {
+    let input, output: Int
+    let count: Int
+    let from, to: TensorType
+    static let types: Set<TensorType> = [.float32, .int32, .int64, .int16, .uint8, .int8, .bool]
+
+    init(_ ctx: PrepareContext) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        (from, to) = (ctx.type(input), ctx.type(output))
+        guard Self.types.contains(from), Self.types.contains(to) else { throw ctx.unsupported() }
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+    }
+
+    func run(_ memory: TensorMemory) {
+        let source = memory.raw(input), target = memory.raw(output)
+        for i in 0..<count {
+            // Every value of these types is exact in a Double.
+            let value: Double
+            switch from {
+            case .float32: value = Double(source.load(fromByteOffset: 4 * i, as: Float.self))
+            case .int32: value = Double(source.load(fromByteOffset: 4 * i, as: Int32.self))
+            case .int64: value = Double(source.load(fromByteOffset: 8 * i, as: Int64.self))
+            case .int16: value = Double(source.load(fromByteOffset: 2 * i, as: Int16.self))
+            case .uint8: value = Double(source.load(fromByteOffset: i, as: UInt8.self))
+            case .int8: value = Double(source.load(fromByteOffset: i, as: Int8.self))
+            default: value = source.load(fromByteOffset: i, as: UInt8.self) != 0 ? 1 : 0
+            }
+            // Out-of-range conversions are undefined in C++; here they wrap like the integer bits.
+            let integer = value.isFinite ? Int64(max(min(value.rounded(.towardZero), 9.2e18), -9.2e18)) : 0
+            switch to {
+            case .float32: target.storeBytes(of: Float(value), toByteOffset: 4 * i, as: Float.self)
+            case .int32: target.storeBytes(of: Int32(truncatingIfNeeded: integer), toByteOffset: 4 * i, as: Int32.self)
+            case .int64: target.storeBytes(of: integer, toByteOffset: 8 * i, as: Int64.self)
+            case .int16: target.storeBytes(of: Int16(truncatingIfNeeded: integer), toByteOffset: 2 * i, as: Int16.self)
+            case .uint8: target.storeBytes(of: UInt8(truncatingIfNeeded: integer), toByteOffset: i, as: UInt8.self)
+            case .int8: target.storeBytes(of: Int8(truncatingIfNeeded: integer), toByteOffset: i, as: Int8.self)
+            default: target.storeBytes(of: value != 0 ? UInt8(1) : 0, toByteOffset: i, as: UInt8.self)
+            }
+        }
+    }
+}
+
+/// MINIMUM and MAXIMUM with broadcasting: float32, int32, and 8-bit inputs sharing the output's
+/// quantization (compared as stored, as LiteRT does).
+final class MinimumMaximum: Kernel {
+    let left, right, output: Int
+    let broadcast: Broadcast
+    let count: Int
+    let maximum: Bool
+    let type: TensorType
+
+    init(_ ctx: PrepareContext, maximum: Bool) throws {
+        left = ctx.input(0)
+        right = ctx.input(1)
+        output = ctx.output(0)
+        type = ctx.type(output)
+        guard [.float32, .int32, .uint8, .int8].contains(type), ctx.type(left) == type, ctx.type(right) == type else { throw ctx.unsupported() }
+        if type == .uint8 || type == .int8 {
+            let o = try ctx.quantized(output)
+            for input in [left, right] {
+                let q = try ctx.quantized(input)
+                guard q.scale == o.scale, q.zeroPoint == o.zeroPoint else { throw ctx.fail("8-bit inputs must share the output's scale and zero point") }
+            }
+        }
+        broadcast = try Broadcast(binary: ctx)
+        count = broadcast.outputShape.reduce(1, *)
+        self.maximum = maximum
+    }
+
+    func run(_ memory: TensorMemory) {
+        switch type {
+        case .float32: apply(Float.self, memory)
+        case .int32: apply(Int32.self, memory)
+        case .uint8: apply(UInt8.self, memory)
+        default: apply(Int8.self, memory)
+        }
+    }
+
+    private func apply<T: Comparable>(_: T.Type, _ memory: TensorMemory) {
+        let a = memory.typed(left, T.self), b = memory.typed(right, T.self), dst = memory.typed(output, T.self)
+        for i in 0..<count {
+            let x = a[broadcast.left(i)], y = b[broadcast.right(i)]
+            dst[i] = maximum ? max(x, y) : min(x, y)
+        }
+    }
+}
+
+/// PRELU on float32: x where x >= 0, alpha * x elsewhere, alpha broadcast against x.
+final class PRelu: Kernel {
+    let input, alpha, output: Int
+    let broadcast: Broadcast
+    let count: Int
+
+    init(_ ctx: PrepareContext) throws {
+        input = ctx.input(0)
+        alpha = ctx.input(1)
+        output = ctx.output(0)
+        guard ctx.type(input) == .float32, ctx.type(alpha) == .float32, ctx.type(output) == .float32 else { throw ctx.unsupported() }
+        broadcast = try Broadcast(binary: ctx)
+        count = broadcast.outputShape.reduce(1, *)
+    }
+
+    func run(_ memory: TensorMemory) {
+        let x = memory.typed(input, Float.self), a = memory.typed(alpha, Float.self), dst = memory.typed(output, Float.self)
+        for i in 0..<count {
+            let value = x[broadcast.left(i)]
+            dst[i] = value >= 0 ? value : value * a[broadcast.right(i)]
+        }
+    }
+}
+
+/// MEAN and SUM on float32 over constant axes (keep_dims or not): each output element sums its
+/// inputs in order in float, as TFLite's reference `ReduceGeneric`; MEAN divides once at the end.
+final class Reduce: Kernel {
+    let input, output: Int
+    let mean: Bool
+    /// For each input element, the output element it adds to.
+    let targets: [Int32]
+    let outputCount: Int
+    let divisor: Float
+
+    init(_ ctx: PrepareContext, mean: Bool, keepDims: Bool) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        self.mean = mean
+        guard ctx.type(input) == .float32, ctx.type(output) == .float32 else { throw ctx.unsupported() }
+        guard ctx.isConstant(ctx.input(1)) else { throw ctx.fail("the axes must be constant") }
+        let shape = ctx.shape(input)
+        let axes = Set(try StridedSlice.integers(ctx, 1).map { try resolvedAxis(ctx, $0, rank: shape.count) })
+        let kept = shape.enumerated().map { axes.contains($0.offset) ? 1 : $0.element }
+        try ctx.setShape(output, keepDims ? kept : shape.enumerated().filter { !axes.contains($0.offset) }.map(\.element))
+        outputCount = kept.reduce(1, *)
+        divisor = Float(axes.map { shape[$0] }.reduce(1, *))
+        // Output element of every input element (kept axes index, reduced axes 0).
+        let total = shape.reduce(1, *)
+        var targets = [Int32](repeating: 0, count: total)
+        var index = [Int](repeating: 0, count: shape.count)
+        for flat in 0..<total {
+            var offset = 0
+            for d in shape.indices { offset = offset * kept[d] + (axes.contains(d) ? 0 : index[d]) }
+            targets[flat] = Int32(offset)
+            var d = shape.count - 1
+            while d >= 0 {
+                index[d] += 1
+                if index[d] < shape[d] { break }
+                index[d] = 0
+                d -= 1
+            }
+        }
+        self.targets = targets
+    }
+
+    func run(_ memory: TensorMemory) {
+        let src = memory.typed(input, Float.self), dst = memory.typed(output, Float.self)
+        for i in 0..<outputCount { dst[i] = 0 }
+        for (i, target) in targets.enumerated() { dst[Int(target)] += src[i] }
+        if mean { for i in 0..<outputCount { dst[i] /= divisor } }
+    }
+}
+
+/// BATCH_MATMUL on float32: `[..., M, K] x [..., K, N]` (either side transposed by adj_x / adj_y),
+/// batch dimensions broadcast; sums over K in order.
+final class BatchMatMul: Kernel {
+    let left, right, output: Int
+    let m, k, n: Int
+    let adjointX, adjointY: Bool
+    let batches: Broadcast
+
+    init(_ ctx: PrepareContext, adjointX: Bool, adjointY: Bool) throws {
+        left = ctx.input(0)
+        right = ctx.input(1)
+        output = ctx.output(0)
+        guard [left, right, output].allSatisfy({ ctx.type($0) == .float32 }) else { throw ctx.unsupported() }
+        let a = ctx.shape(left), b = ctx.shape(right)
+        guard a.count >= 2, b.count >= 2 else { throw ctx.fail("inputs \(a) and \(b) need rank 2 or more") }
+        let (am, ak) = adjointX ? (a[a.count - 1], a[a.count - 2]) : (a[a.count - 2], a[a.count - 1])
+        let (bk, bn) = adjointY ? (b[b.count - 1], b[b.count - 2]) : (b[b.count - 2], b[b.count - 1])
+        guard ak == bk else { throw ctx.fail("inner dimensions \(ak) and \(bk) differ (\(a) x \(b))") }
+        (m, k, n, self.adjointX, self.adjointY) = (am, ak, bn, adjointX, adjointY)
+        do { batches = try Broadcast(Array(a.dropLast(2)), Array(b.dropLast(2))) } catch {
+            throw ctx.fail("batch dimensions of \(a) and \(b) do not broadcast")
+        }
+        try ctx.setShape(output, batches.outputShape + [m, n])
+    }
+
+    func run(_ memory: TensorMemory) {
+        let a = memory.typed(left, Float.self), b = memory.typed(right, Float.self), dst = memory.typed(output, Float.self)
+        for batch in 0..<batches.outputShape.reduce(1, *) {
+            let pa = a + batches.left(batch) * m * k, pb = b + batches.right(batch) * k * n, pc = dst + batch * m * n
+            for i in 0..<m {
+                for j in 0..<n {
+                    var sum: Float = 0
+                    for p in 0..<k {
+                        let x = adjointX ? pa[p * m + i] : pa[i * k + p]
+                        let y = adjointY ? pb[j * k + p] : pb[p * n + j]
+                        sum += x * y
+                    }
+                    pc[i * n + j] = sum
+                }
+            }
+        }
+    }
+}
