@@ -43,6 +43,25 @@ ALL_PICTURES = ["astronaut", "coffee", "chelsea", "camera", "page"]
 FACES = ["grace_hopper.png", "obama.jpg"]
 
 
+def both_paths(model, value):
+    """LiteRT's outputs for `value` on its reference kernels and its default path, by output width."""
+    result = {}
+    for kind, resolver in [("ref", OpResolverType.BUILTIN_REF), ("xnnpack", OpResolverType.AUTO)]:
+        interpreter = Interpreter(model_path=model, experimental_op_resolver_type=resolver, num_threads=1)
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
+        interpreter.invoke()
+        result[kind] = {tuple(d["shape"])[-1]: interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()}
+    return result
+
+
+def peer_lines(script, *arguments):
+    """What a peer script prints on LiteRT's reference kernels and its default path."""
+    return {kind: subprocess.run([sys.executable, os.path.join(ROOT, "scripts", script), *arguments, "--resolver", resolver],
+                                 check=True, capture_output=True, text=True).stdout
+            for resolver, kind in [("ref", "ref"), ("default", "xnnpack")]}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--outdir", default=os.path.join(ROOT, "fixtures-generated", "models"))
@@ -65,12 +84,10 @@ def main():
                 np.save(os.path.join(folder, "input.npy"), value)
             for kind, value in outputs.items():
                 np.save(os.path.join(folder, kind + ".npy"), value)
-        for resolver, kind in [("ref", "ref"), ("default", "xnnpack")]:
-            peer = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "peer_yolo.py"), path, "--threshold", "0.25",
-                                   "--resolver", resolver] + [os.path.join(SHARED, "images", name + ".png") for name in ALL_PICTURES],
-                                  check=True, capture_output=True, text=True).stdout
+        pictures = [os.path.join(SHARED, "images", name + ".png") for name in ALL_PICTURES]
+        for kind, lines in peer_lines("peer_yolo.py", path, "--threshold", "0.25", *pictures).items():
             with open(os.path.join(args.outdir, model, f"peer-{kind}.jsonl"), "w") as f:
-                f.write(peer)
+                f.write(lines)
     embedder = os.path.join(SHARED, "models", "mobilefacenet", "mobile_face_net.tflite")
     for face in FACES:
         folder = os.path.join(args.outdir, "mobilefacenet", os.path.splitext(face)[0])
@@ -78,12 +95,8 @@ def main():
         rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", "faces", face)), cv2.COLOR_BGR2RGB)
         value = ((cv2.resize(rgb, (112, 112), interpolation=cv2.INTER_LINEAR).astype(np.float32) - 128) / 128)[None]
         np.save(os.path.join(folder, "input.npy"), value)
-        for kind, resolver in [("ref", OpResolverType.BUILTIN_REF), ("xnnpack", OpResolverType.AUTO)]:
-            interpreter = Interpreter(model_path=embedder, experimental_op_resolver_type=resolver, num_threads=1)
-            interpreter.allocate_tensors()
-            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
-            interpreter.invoke()
-            np.save(os.path.join(folder, kind + ".npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+        for kind, outputs in both_paths(embedder, value).items():
+            np.save(os.path.join(folder, kind + ".npy"), outputs[128])
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     from peer_blazeface import letterbox
     faces = os.path.join(SHARED, "models", "blazeface-short-range", "face_detection_short_range.tflite")
@@ -94,20 +107,13 @@ def main():
         rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", "faces", face)), cv2.COLOR_BGR2RGB)
         value = ((letterbox(rgb, 128, 128)[0].astype(np.float32) - 127.5) / 127.5)[None]
         np.save(os.path.join(folder, "input.npy"), value)
-        for kind, resolver in [("ref", OpResolverType.BUILTIN_REF), ("xnnpack", OpResolverType.AUTO)]:
-            interpreter = Interpreter(model_path=faces, experimental_op_resolver_type=resolver, num_threads=1)
-            interpreter.allocate_tensors()
-            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
-            interpreter.invoke()
-            outputs = {tuple(d["shape"])[-1]: interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()}
+        for kind, outputs in both_paths(faces, value).items():
             np.save(os.path.join(folder, kind + ".npy"), outputs[16])
             np.save(os.path.join(folder, kind + "-scores.npy"), outputs[1])
     pictures = [os.path.join(SHARED, "images", "faces", face) for face in photos] + [os.path.join(SHARED, "images", "astronaut.png")]
-    for resolver, kind in [("ref", "ref"), ("default", "xnnpack")]:
-        peer = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "peer_blazeface.py"), faces, "--resolver", resolver] + pictures,
-                              check=True, capture_output=True, text=True).stdout
+    for kind, lines in peer_lines("peer_blazeface.py", faces, *pictures).items():
         with open(os.path.join(args.outdir, "blazeface", f"peer-{kind}.jsonl"), "w") as f:
-            f.write(peer)
+            f.write(lines)
     recognition = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "peer_faces.py"), "--crops",
                                   os.path.join(args.outdir, "faces", "crops")] + pictures, check=True, capture_output=True, text=True).stdout
     with open(os.path.join(args.outdir, "faces", "peer.jsonl"), "w") as f:

@@ -126,7 +126,7 @@ public final class FaceGallery: Sendable {
             return db.changesCount > 0
         }
         if removed {
-            do { try database.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch {
+            do { _ = try database.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch {
                 throw FaceError.galleryFailed(path: path, reason: Self.reason(error))
             }
         }

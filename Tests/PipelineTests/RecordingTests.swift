@@ -211,14 +211,28 @@ func temporaryDirectory(_ name: String) throws -> URL {
             }
         }
         let path = try #require(clip, "spotter record ended without starting a clip")
+        // Killed only once a whole fragment is on disk: its moof box and the mdat box after it (the
+        // writer puts the header down first, so a slow run can be caught between the two).
         let deadline = Date().addingTimeInterval(120)
-        while Fixtures.find(Array("moof".utf8), in: Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())) == nil {
+        while !Self.holdsCompleteFragment(Array((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data())) {
             try #require(Date() < deadline && process.isRunning, "no fragment written to \(path)")
             Thread.sleep(forTimeInterval: 0.1)
         }
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
         return (path, process.terminationStatus)
+    }
+
+    /// Whether `bytes` (a fragmented MP4 being written) hold a moof box followed by its whole mdat box.
+    static func holdsCompleteFragment(_ bytes: [UInt8]) -> Bool {
+        func size(at offset: Int) -> Int? {
+            guard offset >= 0, offset + 8 <= bytes.count else { return nil }
+            return bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        }
+        guard let type = Fixtures.find(Array("moof".utf8), in: bytes), let moof = size(at: type - 4), moof >= 8,
+              let mdat = size(at: type - 4 + moof), mdat >= 8,
+              Array(bytes[(type - 4 + moof + 4)..<(type - 4 + moof + 8)]) == Array("mdat".utf8) else { return false }
+        return bytes.count >= type - 4 + moof + mdat
     }
 
     @Test func killedRecorderLeavesAClipThatTheNextRunIndexesAsIncomplete() throws {
