@@ -203,6 +203,24 @@ with tempfile.TemporaryDirectory() as out:
     check(b"Biden" not in raw and b"biden.jpg" not in raw, "faces rm leaves nothing of the person in the gallery file")
     rows = [json.loads(line) for line in faces("identify", pictures[0], "--json").stdout.splitlines()]
     check([f["name"] for f in sorted(rows[0]["faces"], key=lambda f: f["box"]["xmin"])] == ["Obama", None], "after faces rm, Biden is unknown")
+    # Face recognition on video: a 2 s clip of two_people.jpg, Biden removed above, so he is a stranger.
+    clip = os.path.join(out, "two.mp4")
+    subprocess.run(["ffmpeg", "-v", "error", "-loop", "1", "-i", os.path.join(faces_dir, "two_people.jpg"), "-t", "2", "-r", "5",
+                    "-vf", "scale=1126:662", "-pix_fmt", "yuv420p", "-c:v", "libx264", clip], check=True)
+    named = subprocess.run([spotter, "video", clip, "--output", os.path.join(out, "named.mp4"), "--jsonl", os.path.join(out, "named.jsonl"),
+                            "--faces", gallery, "--model", model], capture_output=True, text=True, env=env)
+    rows = [json.loads(line) for line in open(os.path.join(out, "named.jsonl"))] if named.returncode == 0 else []
+    identities = [sorted(((d["box"]["xmin"], d["identity"]["name"]) for d in r["detections"] if "identity" in d), key=lambda p: p[0]) for r in rows]
+    check(len(rows) == 10 and all([name for _, name in i] == ["Obama", None] for i in identities),
+          "video --faces names Obama's person box and calls Biden's unknown (identity in --jsonl)")
+    strangers = subprocess.run([spotter, "record", clip, "--album", os.path.join(out, "strangers"), "--faces", gallery,
+                                "--trigger", "unknown-face", "--model", model, "--json"], capture_output=True, text=True, env=env)
+    check(strangers.returncode == 0 and sum('"clip_finished"' in line for line in strangers.stdout.splitlines()) == 1,
+          "record --trigger unknown-face records a clip while a stranger is in view")
+    faces("enroll", "Biden", os.path.join(faces_dir, "biden.jpg"))
+    known = subprocess.run([spotter, "record", clip, "--album", os.path.join(out, "known"), "--faces", gallery,
+                            "--trigger", "unknown-face", "--model", model, "--json"], capture_output=True, text=True, env=env)
+    check(known.returncode == 0 and '"clip_finished"' not in known.stdout, "record --trigger unknown-face records nothing when everyone is known")
     noface = faces("enroll", "Cup", os.path.join(shared, "images", "coffee.png"))
     check(noface.returncode != 0 and "no face found" in noface.stderr, "faces enroll says when a photo has no face")
 

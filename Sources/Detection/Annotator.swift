@@ -38,7 +38,8 @@ public final class Annotator {
                 let x = min(max(0, Int(point.x.rounded()) - stroke), image.width - side), y = min(max(0, Int(point.y.rounded()) - stroke), image.height - side)
                 if x >= 0, y >= 0 { image.fill(x: x, y: y, width: side, height: side, color: color) }
             }
-            let text = tag("\(detection.label) \(Int((detection.score * 100).rounded()))%", size: size)
+            let who = detection.identity.map { ": \($0.name ?? "unknown")" } ?? ""
+            let text = tag("\(detection.label)\(who) \(Int((detection.score * 100).rounded()))%", size: size)
             let pad = max(3, size / 5)
             let tagWidth = min(text.width + 2 * pad, image.width), tagHeight = min(text.height + 2 * pad, image.height)
             var x = max(0, Int(detection.box.minX.rounded()))

@@ -5,7 +5,7 @@ import Imaging
 public enum ResultEncoding {
     /// One JSON object: image, width, height, timings_ms and detections with label, class_id,
     /// score, box {xmin, ymin, xmax, ymax} in source pixels and, for models that give them,
-    /// keypoints [[x, y], ...].
+    /// keypoints [[x, y], ...]; with face recognition, identity {name (null for a stranger), distance}.
     public static func json(_ result: DetectionResult, image: String) -> String {
         let object: [String: Any] = [
             "image": image, "width": result.imageSize.width, "height": result.imageSize.height,
@@ -21,6 +21,10 @@ public enum ResultEncoding {
         var object: [String: Any] = ["label": d.label, "class_id": d.classIndex, "score": Double(d.score),
          "box": ["xmin": round3(d.box.minX), "ymin": round3(d.box.minY), "xmax": round3(d.box.maxX), "ymax": round3(d.box.maxY)]]
         if let keypoints = d.keypoints { object["keypoints"] = keypoints.map { [round3($0.x), round3($0.y)] } }
+        if let identity = d.identity {
+            let name: Any = identity.name ?? NSNull(), distance: Any = identity.distance.map { round3(Double($0)) } ?? NSNull()
+            object["identity"] = ["name": name, "distance": distance]
+        }
         return object
     }
 

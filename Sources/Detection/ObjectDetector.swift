@@ -41,6 +41,22 @@ public struct Detection: Sendable, Equatable, Codable {
     /// Landmarks in pixels of the upright picture, for models that give them (BlazeFace: right eye,
     /// left eye, nose tip, mouth centre, right ear tragion, left ear tragion); nil otherwise.
     public var keypoints: [Point]?
+    /// Who this is, when face recognition looked for a face inside the box and found one
+    /// (`spotter video --faces`); nil when it did not run or saw no recognizable face.
+    public var identity: Identity?
+
+    /// The person face recognition found inside a detection's box.
+    public struct Identity: Sendable, Equatable, Codable {
+        /// The enrolled person; nil for a face no one enrolled matches (a stranger).
+        public var name: String?
+        /// Distance to the nearest enrolled face; nil when the gallery is empty.
+        public var distance: Float?
+
+        public init(name: String?, distance: Float?) {
+            self.name = name
+            self.distance = distance
+        }
+    }
 
     public init(classIndex: Int, label: String, score: Float, box: Rect, normalizedBox: Rect, keypoints: [Point]? = nil) {
         self.classIndex = classIndex

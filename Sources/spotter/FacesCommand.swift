@@ -34,10 +34,16 @@ struct FaceFlags: ParsableArguments {
     }
 
     func makeRecognizer() throws -> FaceRecognizer {
+        try Self.recognizer(detector: detector, embedder: embedder, threads: threads, backend: backend, store: store)
+    }
+
+    /// A recognizer from the given models, else the environment's and the catalog's.
+    static func recognizer(detector: String?, embedder: String?, threads: Int?, backend: Interpreter.Options.Backend,
+                           store: StoreFlags) throws -> FaceRecognizer {
         let environment = ProcessInfo.processInfo.environment
         let detectorPath = try store.resolve(detector ?? environment["SPOTTER_FACE_DETECTOR"] ?? "blazeface-short-range").path
         guard let embedderPath = embedder ?? environment["SPOTTER_FACE_EMBEDDER"] else {
-            throw CommandFailure("give the embedding model with --embedder FILE (a MobileFaceNet .tflite: 112x112 float input, 128 numbers out) or set SPOTTER_FACE_EMBEDDER")
+            throw CommandFailure("give the face embedding model with --embedder (or --face-embedder) FILE (a MobileFaceNet .tflite: 112x112 float input, 128 numbers out) or set SPOTTER_FACE_EMBEDDER")
         }
         guard FileManager.default.fileExists(atPath: embedderPath) else { throw CommandFailure("--embedder \(embedderPath): no such file") }
         return try FaceRecognizer(detectorPath: detectorPath, embedderPath: embedderPath,
@@ -45,6 +51,31 @@ struct FaceFlags: ParsableArguments {
     }
 
     func openGallery() throws -> FaceGallery { try FaceGallery(path: gallery ?? FaceGallery.defaultPath) }
+}
+
+/// `--faces GALLERY` for `video` and `record`: names on person boxes.
+struct FaceNamingFlags: ParsableArguments {
+    @Option(help: "A face gallery (see `spotter faces`): person boxes get the name of a known face inside them, or `unknown`.")
+    var faces: String?
+
+    @Option(help: "With --faces: the face detector (default: $SPOTTER_FACE_DETECTOR, else blazeface-short-range).")
+    var faceDetector: String?
+
+    @Option(help: "With --faces: the embedding model (default: $SPOTTER_FACE_EMBEDDER).")
+    var faceEmbedder: String?
+
+    @Option(parsing: .unconditional, help: "With --faces: distance within which a face is an enrolled person.")
+    var faceThreshold: Float = FaceGallery.defaultThreshold
+
+    /// The namer, nil without `--faces`; the gallery must exist (a typo must not name everyone unknown).
+    func makeNamer(store: StoreFlags, threads: Int?) throws -> PersonNamer? {
+        guard let faces else { return nil }
+        guard FileManager.default.fileExists(atPath: faces) else {
+            throw CommandFailure("--faces \(faces): no such gallery (enroll people with `spotter faces enroll NAME PHOTO --gallery \(faces)`)")
+        }
+        let recognizer = try FaceFlags.recognizer(detector: faceDetector, embedder: faceEmbedder, threads: threads, backend: .xnnpack, store: store)
+        return try PersonNamer(recognizer: recognizer, gallery: try FaceGallery(path: faces), threshold: faceThreshold)
+    }
 }
 
 struct FacesCommand: ParsableCommand {

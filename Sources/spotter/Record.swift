@@ -4,6 +4,14 @@ import Foundation
 import Media
 import Pipeline
 
+/// What starts and keeps a clip going.
+enum RecordTrigger: String, ExpressibleByArgument, CaseIterable {
+    /// Any detection of the chosen classes.
+    case detection
+    /// A person whose face is recognizable but matches no one in the `--faces` gallery.
+    case unknownFace = "unknown-face"
+}
+
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record a clip whenever a person (or another class) appears, into an album.",
@@ -17,6 +25,7 @@ struct Record: ParsableCommand {
               spotter record doorbell.mp4 --album ~/Clips
               spotter record rtsp://cam.local/live --album ~/Clips --reconnect
               spotter record street.mp4 --album clips/ --json | jq .event
+              spotter record rtsp://cam.local/live --album ~/Clips --faces ~/faces.sqlite --trigger unknown-face
             """)
 
     @Argument(help: "A video file, stream URL, /dev/videoN, or a sample's name (see `spotter samples list`).")
@@ -48,6 +57,11 @@ struct Record: ParsableCommand {
     @Option(help: "Seconds without data before a network source counts as stalled.")
     var timeout: Double = 10
 
+    @OptionGroup(title: "Face recognition (with --faces)") var faceFlags: FaceNamingFlags
+
+    @Option(help: "What records: detection (any detection of --classes) or unknown-face (a person whose face matches no one in the --faces gallery).")
+    var trigger: RecordTrigger = .detection
+
     /// Frames of pre-roll that fit in 256 MiB of RGB pixels.
     static func preRollFrames(_ info: VideoReader.Info) -> Int {
         max(1, (256 << 20) / max(1, info.width * info.height * 3))
@@ -56,6 +70,7 @@ struct Record: ParsableCommand {
     func validate() throws {
         guard postRoll >= 0, preRoll >= 0 else { throw ValidationError("--post-roll and --pre-roll cannot be negative") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        if trigger == .unknownFace, faceFlags.faces == nil { throw ValidationError("--trigger unknown-face needs --faces GALLERY") }
     }
 
     func run() throws {
@@ -74,6 +89,8 @@ struct Record: ParsableCommand {
         let reader: VideoReader
         do { reader = try VideoReader(path: source, options: readerOptions) } catch { throw CommandFailure("\(error)") }
         let detector = try options.makeDetector(pipelined: true)
+        let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
+        let strangersOnly = trigger == .unknownFace
         let info = reader.info
         let json = self.json
         let albumDirectory = albumStore.directory
@@ -109,7 +126,13 @@ struct Record: ParsableCommand {
         let input = self.input
         let run = SourceRun(
             input: source, options: .init(reconnect: reconnect, reader: readerOptions), recorder: session,
-            detect: { try detector.detect($0.image).detections },
+            detect: { frame in
+                let found = try detector.detect(frame.image).detections
+                guard let namer else { return found }
+                let named = try namer.name(found, in: frame.image)
+                // Only strangers' detections reach the recorder: a clip runs while one is in view.
+                return strangersOnly ? named.filter { $0.identity != nil && $0.identity?.name == nil } : named
+            },
             events: { event in
                 switch event {
                 case .progress(let stats):

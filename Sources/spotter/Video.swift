@@ -111,6 +111,8 @@ struct Video: ParsableCommand {
 
     @OptionGroup(title: "Rectangles (with --rectangles)") var rectangleFlags: RectangleFlags
 
+    @OptionGroup(title: "Face recognition (with --faces)") var faceFlags: FaceNamingFlags
+
     func validate() throws {
         guard every >= 1 else { throw ValidationError("--every must be at least 1") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
@@ -129,6 +131,7 @@ struct Video: ParsableCommand {
         let reader: VideoReader
         do { reader = try VideoReader(path: source, options: .init(openTimeout: max(timeout, 5), readTimeout: timeout)) } catch { throw CommandFailure("\(error)") }
         let detector = try self.detector.makeDetector(pipelined: true)
+        let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
         let info = reader.info
         let staged = StagedFile(output)
         let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
@@ -156,7 +159,10 @@ struct Video: ParsableCommand {
                                   rectangles: rectangles ? try rectangleFlags.makeDetector() : nil)
         var stats: PipelineStats
         do {
-            stats = try pipeline.run(detect: { try detector.detect($0.image).detections },
+            stats = try pipeline.run(detect: { frame in
+                                         let found = try detector.detect(frame.image).detections
+                                         return try namer?.name(found, in: frame.image) ?? found
+                                     },
                                      consume: { try sink.consume($0) },
                                      progress: { reportProgress(bar, $0, info: info) })
         } catch {

@@ -167,6 +167,26 @@ import TestSupport
         #expect(throws: FaceError.invalidName("  ")) { try reopened.enroll(name: "  ", embedding: a, crop: nil, source: nil) }
     }
 
+    @Test func personBoxesTakeTheNameOfTheFaceInsideThem() throws {
+        let recognizer = try FaceRecognizer(detectorPath: Self.detector, embedderPath: Self.embedder)
+        let gallery = try Self.temporaryGallery()
+        let obama = try #require(try recognizer.faces(in: try ImageFile.decode(Self.photo("obama.jpg")).upright).first)
+        try gallery.enroll(name: "Obama", embedding: try #require(obama.embedding), crop: nil, source: nil)
+        let namer = try PersonNamer(recognizer: recognizer, gallery: gallery)
+        let picture = try ImageFile.decode(Self.photo("two_people.jpg")).upright
+        let people = try ObjectDetector(modelPath: Fixtures.detectModel.path).detect(picture).detections
+        let named = try namer.name(people, in: picture)
+        #expect(named.count == people.count && zip(named, people).allSatisfy { $0.box == $1.box && $0.label == $1.label })
+        // Obama stands left, Biden right; other boxes (ties, a box over both) get no face of their own.
+        let identified = named.filter { $0.identity != nil }.sorted { $0.box.minX < $1.box.minX }
+        #expect(identified.map(\.label) == ["person", "person"])
+        #expect(identified.map { $0.identity?.name } == ["Obama", nil])
+        #expect(identified.last?.identity?.distance.map { $0 > FaceGallery.defaultThreshold } == true)
+        // No person, no face search: the detections come back as they were.
+        let ties = people.filter { $0.label != "person" }
+        #expect(try namer.name(ties, in: picture) == ties)
+    }
+
     @Test func emptyGalleryCallsEveryoneUnknown() throws {
         let match = try Self.temporaryGallery().identify([Float](repeating: 0.1, count: 128))
         #expect(match == .init(name: nil, distance: nil, nearest: nil))
