@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
         .testTarget(name: "InferenceTests", dependencies: ["Inference", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "ImagingTests", dependencies: ["Imaging", "Media", "TestSupport"]),
-        .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TestSupport"]),
+        .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: [
             "Server", "Pipeline", "Detection", "Media", "Imaging", "TestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),

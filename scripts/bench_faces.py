@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Face pipeline speed, Spotter against the Python peer in one run: find, align and embed the face of
-a 640x480 picture (Obama's portrait letterboxed into it), and the two models' invoke() alone.
+"""Face pipeline speed, Spotter against the Python peer in one run: find the face of a 640x480 picture
+(Obama's portrait on gray), find its keypoints again on a region around it, align and embed it.
 
   bench_faces.py SPOTTER_BINARY [--threads 1,2] [--runs 60] [--rounds 2]
 
@@ -30,33 +30,19 @@ import json, os, statistics, sys, time
 import cv2, numpy as np
 sys.path.insert(0, os.path.join(sys.argv[1], "scripts"))
 from ai_edge_litert.interpreter import Interpreter
-from peer_blazeface import anchors, weighted_nms
-from peer_faces import TEMPLATE, similarity
+from peer_blazeface import detect_rgb
+from peer_faces import TEMPLATE, refine, similarity
 picture, threads, runs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 finder = Interpreter(model_path=sys.argv[5], num_threads=threads); finder.allocate_tensors()
 embedder = Interpreter(model_path=sys.argv[6], num_threads=threads); embedder.allocate_tensors()
 rgb = cv2.cvtColor(cv2.imread(picture), cv2.COLOR_BGR2RGB)
 times = []
 for run in range(runs + 5):
+    # peer_faces.py's steps on the decoded picture (Spotter's time excludes decoding too).
     start = time.perf_counter()
-    # peer_blazeface.detect's steps on the decoded picture (Spotter's time excludes decoding too).
-    h, w = rgb.shape[:2]
-    s = min(128 / w, 128 / h); iw, ih = max(1, round(w * s)), max(1, round(h * s)); ox, oy = (128 - iw) // 2, (128 - ih) // 2
-    canvas = np.zeros((128, 128, 3), np.uint8); canvas[oy:oy + ih, ox:ox + iw] = cv2.resize(rgb, (iw, ih), interpolation=cv2.INTER_LINEAR)
-    finder.set_tensor(finder.get_input_details()[0]["index"], ((canvas.astype(np.float32) - 127.5) / 127.5)[None])
-    finder.invoke()
-    outputs = {tuple(d["shape"])[-1]: finder.get_tensor(d["index"])[0] for d in finder.get_output_details()}
-    raw, logits = outputs[16], outputs[1][:, 0]
-    scores = 1 / (1 + np.exp(-np.clip(logits, -100, 100)))
-    centres = anchors(128, 128); keep = scores >= 0.5
-    raw, scores, centres = raw[keep], scores[keep], centres[keep]
-    cx, cy = raw[:, 0] / 128 + centres[:, 0], raw[:, 1] / 128 + centres[:, 1]
-    bw, bh = raw[:, 2] / 128, raw[:, 3] / 128
-    boxes = np.stack([cy - bh / 2, cx - bw / 2, cy + bh / 2, cx + bw / 2], 1)
-    keypoints = np.stack([raw[:, 4::2] / 128 + centres[:, :1], raw[:, 5::2] / 128 + centres[:, 1:]], 2)
-    for box, points, score in weighted_nms(boxes, keypoints, scores):
-        pts = np.array([((x * 128 - ox) / (iw / w), (y * 128 - oy) / (ih / h)) for x, y in points[:4]])
-        crop = cv2.warpAffine(rgb, similarity(pts, TEMPLATE), (112, 112), flags=cv2.INTER_LINEAR, borderValue=0)
+    for face in detect_rgb(finder, rgb, 0.5)["detections"]:
+        points = refine(finder, rgb, face["box"]) or face["keypoints"]
+        crop = cv2.warpAffine(rgb, similarity(np.array(points[:4], np.float64), TEMPLATE), (112, 112), flags=cv2.INTER_LINEAR, borderValue=0)
         embedder.set_tensor(embedder.get_input_details()[0]["index"], ((crop.astype(np.float32) - 128) / 128)[None])
         embedder.invoke()
         embedding = embedder.get_tensor(embedder.get_output_details()[0]["index"])[0]

@@ -65,9 +65,13 @@ def weighted_nms(boxes, keypoints, scores, threshold=0.3):
 
 
 def detect(interpreter, path, threshold):
+    rgb = cv2.cvtColor(cv2.imread(path, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    return {"image": path, **detect_rgb(interpreter, rgb, threshold)}
+
+
+def detect_rgb(interpreter, rgb, threshold):
     detail = interpreter.get_input_details()[0]
     _, height, width, _ = detail["shape"]
-    rgb = cv2.cvtColor(cv2.imread(path, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
     canvas, (sx, sy, ox, oy) = letterbox(rgb, width, height)
     interpreter.set_tensor(detail["index"], ((canvas.astype(np.float32) - 127.5) / 127.5)[None])
     interpreter.invoke()
@@ -94,7 +98,7 @@ def detect(interpreter, path, threshold):
                            "box": {"xmin": float(np.clip(x0, 0, iw)), "ymin": float(np.clip(y0, 0, ih)),
                                    "xmax": float(np.clip(x1, 0, iw)), "ymax": float(np.clip(y1, 0, ih))},
                            "keypoints": [[float(v) for v in to_picture(*p)] for p in points]})
-    return {"image": path, "width": iw, "height": ih, "detections": detections}
+    return {"width": iw, "height": ih, "detections": detections}
 
 
 def main():

@@ -6,12 +6,16 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
-# Expected outputs from LiteRT and OpenCV, each regenerated when its script changes.
+# Expected outputs from LiteRT and OpenCV, each regenerated when its script (or a peer it runs) changes.
 for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures make_rectangle_fixtures make_rectangle_set; do
   stamp=fixtures-generated/.stamp-$script
-  if ! cmp -s "scripts/$script.py" "$stamp" 2>/dev/null; then
+  sources="scripts/$script.py"
+  [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py"
+  # shellcheck disable=SC2086
+  if ! cat $sources | cmp -s - "$stamp" 2>/dev/null; then
     "$venv/bin/python" "scripts/$script.py" 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true
-    cp "scripts/$script.py" "$stamp"
+    # shellcheck disable=SC2086
+    cat $sources > "$stamp"
   fi
 done
 

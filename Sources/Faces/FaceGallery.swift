@@ -11,8 +11,8 @@ import Media
 /// from several threads (GRDB serializes access).
 public final class FaceGallery: Sendable {
     /// Euclidean distance between unit embeddings below which two faces are one person. 1.0 with
-    /// MobileFaceNet on aligned crops: on the shared photos one person's faces are 0.62-0.79 apart
-    /// (Obama, Biden: portrait against the two-people photo) and different people's at least 1.23.
+    /// MobileFaceNet on aligned crops: on the shared photos one person's faces are 0.25-0.62 apart
+    /// (Biden, Obama: portrait against the two-people photo) and different people's at least 1.23.
     public static let defaultThreshold: Float = 1.0
 
     public struct Person: Sendable, Equatable {

@@ -14,6 +14,9 @@ extension Image {
         var out = Image(width: size.width, height: size.height, format: format)
         let (w, h, fillValue) = (width, height, Float(fill))
         let (m0, m3) = (Float(ia), Float(ic))
+        // OpenCV's fused multiply-adds, computed in Double (the float product is exact there) and
+        // rounded once to Float: without -mfma, Float.addingProduct is a libm call per use.
+        @inline(__always) func fused(_ a: Float, _ b: Float, _ c: Float) -> Float { Float(Double(a) * Double(b) + Double(c)) }
         out.data.withUnsafeMutableBufferPointer { dst in
             data.withUnsafeBufferPointer { src in
                 func at(_ px: Int, _ py: Int, _ c: Int) -> Float {
@@ -23,7 +26,7 @@ extension Image {
                     // Per row in double, then float: OpenCV's M_x and M_y.
                     let rowX = Float(Double(y) * ib + itx), rowY = Float(Double(y) * id + ity)
                     for x in 0..<size.width {
-                        let sx = rowX.addingProduct(m0, Float(x)), sy = rowY.addingProduct(m3, Float(x))
+                        let sx = fused(m0, Float(x), rowX), sy = fused(m3, Float(x), rowY)
                         let d = (y * size.width + x) * channels
                         // Far outside (or not a number): the fill, before converting to Int.
                         guard abs(sx) < 1e9, abs(sy) < 1e9 else {
@@ -46,8 +49,8 @@ extension Image {
                             } else {
                                 (p00, p01, p10, p11) = (at(ix, iy, c), at(ix + 1, iy, c), at(ix, iy + 1, c), at(ix + 1, iy + 1, c))
                             }
-                            let top = p00.addingProduct(alpha, p01 - p00), bottom = p10.addingProduct(alpha, p11 - p10)
-                            let value = top.addingProduct(beta, bottom - top).rounded(.toNearestOrEven)
+                            let top = fused(alpha, p01 - p00, p00), bottom = fused(alpha, p11 - p10, p10)
+                            let value = fused(beta, bottom - top, top).rounded(.toNearestOrEven)
                             dst[d + c] = UInt8(min(max(value, 0), 255))
                         }
                     }

@@ -1,4 +1,5 @@
 @_spi(Decoding) import Detection
+import TFLiteFormat
 import Testing
 
 /// Output decoding and non-maximum suppression on synthetic tensors: known boxes in, known boxes out.
@@ -37,6 +38,46 @@ import Testing
         // Buffers shorter than the layout give nothing rather than reading past them.
         let short = values.withUnsafeBufferPointer { v in scores.withUnsafeBufferPointer { layout.decode(UnsafeBufferPointer(rebasing: v.prefix(100)), scores: $0, threshold: 0.5) } }
         #expect(short.isEmpty)
+    }
+
+    static func close(_ a: (Float, Float, Float, Float), _ b: (Float, Float, Float, Float)) -> Bool {
+        abs(a.0 - b.0) < 1e-6 && abs(a.1 - b.1) < 1e-6 && abs(a.2 - b.2) < 1e-6 && abs(a.3 - b.3) < 1e-6
+    }
+
+    @Test func yoloV8ReadsFieldMajorCentreBoxesAndTheBestClass() {
+        // [1, 4 + 2, 3]: field-major, three candidates, two classes.
+        let fields: [[Float]] = [
+            [0.5, 0.9, 320], [0.25, 0.9, 320], [0.2, 0.1, 64], [0.1, 0.1, 64],  // cx, cy, w, h (the third in input pixels)
+            [0.1, 0.2, 0.7], [0.9, 0.1, 0.3],  // class scores
+        ]
+        let layout = YOLOLayout(version: .v8, candidates: 3, classCount: 2)
+        let found = fields.flatMap { $0 }.withUnsafeBytes { layout.decode($0, threshold: 0.25, inputSize: (640, 640)) }
+        #expect(found.count == 2)
+        #expect(found[0].classIndex == 1 && found[0].score == 0.9 && Self.close(found[0].box, (0.2, 0.4, 0.3, 0.6)))
+        #expect(found[1].classIndex == 0 && found[1].score == 0.7 && Self.close(found[1].box, (0.45, 0.45, 0.55, 0.55)))
+        // Fewer bytes than the layout: nothing, not a read past the end.
+        #expect([Float](repeating: 1, count: 17).withUnsafeBytes { layout.decode($0, threshold: 0, inputSize: (640, 640)) }.isEmpty)
+    }
+
+    @Test func yoloV5MultipliesObjectnessByTheClassScore() {
+        // [1, 3, 5 + 2]: candidate-major.
+        let rows: [[Float]] = [
+            [0.5, 0.5, 0.2, 0.2, 0.5, 0.8, 0.1],  // 0.5 x 0.8 = 0.4: kept, class 0
+            [0.5, 0.5, 0.2, 0.2, 0.2, 0.1, 1.0],  // objectness 0.2 below the threshold
+            [0.3, 0.7, 0.2, 0.4, 0.9, 0.1, 0.2],  // 0.9 x 0.2 = 0.18: dropped
+        ]
+        let layout = YOLOLayout(version: .v5, candidates: 3, classCount: 2)
+        let found = rows.flatMap { $0 }.withUnsafeBytes { layout.decode($0, threshold: 0.25, inputSize: (640, 640)) }
+        #expect(found.count == 1 && found[0].classIndex == 0 && abs(found[0].score - 0.4) < 1e-6 && Self.close(found[0].box, (0.4, 0.4, 0.6, 0.6)))
+    }
+
+    @Test func quantizedYOLOOutputsAreReadThroughScaleAndZeroPoint() {
+        // int8 with scale 1/128 and zero point -128: q = value * 128 - 128.
+        let values: [Float] = [0.5, 0.25, 0.25, 0.125, 0.75]  // one candidate, one class (v8)
+        let quantized = values.map { Int8(Int($0 * 128) - 128) }
+        let layout = YOLOLayout(version: .v8, candidates: 1, classCount: 1, type: .int8, scale: 1 / 128, zeroPoint: -128)
+        let found = quantized.withUnsafeBytes { layout.decode($0, threshold: 0.5, inputSize: (640, 640)) }
+        #expect(found.count == 1 && found[0].score == 0.75 && Self.close(found[0].box, (0.1875, 0.375, 0.3125, 0.625)))
     }
 
     static func box(_ x: Float, _ y: Float, _ size: Float) -> (Float, Float, Float, Float) { (y, x, y + size, x + size) }
