@@ -48,7 +48,7 @@ public enum ResultEncoding {
     public static func yolo(_ result: DetectionResult) -> String {
         result.detections.map { d in
             let b = d.normalizedBox
-            return String(format: "%d %.6f %.6f %.6f %.6f %.6f", d.classIndex, (b.minX + b.maxX) / 2, (b.minY + b.maxY) / 2, b.width, b.height, d.score)
+            return String(format: "%d %.6f %.6f %.6f %.6f %.6f", d.classIndex, b.center.x, b.center.y, b.width, b.height, d.score)
         }.joined(separator: "\n")
     }
 

@@ -95,9 +95,9 @@ public final class FaceRecognizer {
     /// The faces in `image` (stored pixels, turned upright by `orientation`), best first; those of
     /// good quality aligned and embedded.
     public func faces(in image: Image, orientation: Orientation = .up) throws -> [Face] {
-        let found = try detector.detect(image, orientation: orientation).detections
-        guard !found.isEmpty else { return [] }
+        // Turned upright once: the detector, the second pass and the crops all read these pixels.
         let upright = image.converted(to: .rgb24).oriented(orientation)
+        let found = try detector.detect(upright).detections
         return try found.compactMap { detection in
             guard var keypoints = detection.keypoints, keypoints.count >= 4 else { return nil }
             if options.refinesKeypoints, let refined = try refine(detection.box, in: upright) { keypoints = refined }
@@ -123,14 +123,11 @@ public final class FaceRecognizer {
         let side = 2.5 * max(box.width, box.height)
         guard side > 0 else { return nil }
         let scale = Double(Self.regionSize.width) / side, centre = Double(Self.regionSize.width) / 2
-        let toRegion = AffineMap.scale(scale, scale, translate: centre - (box.minX + box.maxX) / 2 * scale, centre - (box.minY + box.maxY) / 2 * scale)
+        let toRegion = AffineMap.scale(scale, scale, translate: centre - box.center.x * scale, centre - box.center.y * scale)
         let region = upright.warpedAffine(toRegion, to: Self.regionSize)
         let again = try detector.detect(region).detections.filter { ($0.keypoints?.count ?? 0) >= 4 }
-        func distance(_ d: Detection) -> Double {
-            let x = (d.box.minX + d.box.maxX) / 2 - centre, y = (d.box.minY + d.box.maxY) / 2 - centre
-            return x * x + y * y
-        }
-        guard let nearest = again.min(by: { distance($0) < distance($1) }) else { return nil }
+        let middle = Point(x: centre, y: centre)
+        guard let nearest = again.min(by: { $0.box.center.distance(to: middle) < $1.box.center.distance(to: middle) }) else { return nil }
         let back = toRegion.inverted
         return nearest.keypoints!.map { back.apply($0) }
     }

@@ -33,10 +33,7 @@ public final class PersonNamer {
         // Most confident people first; each takes the largest face centred in its box.
         for index in named.indices.sorted(by: { named[$0].score > named[$1].score }) where named[index].label == label {
             let box = named[index].box
-            let inside = faces.indices.filter { k in
-                let c = Point(x: (faces[k].box.minX + faces[k].box.maxX) / 2, y: (faces[k].box.minY + faces[k].box.maxY) / 2)
-                return box.minX <= c.x && c.x <= box.maxX && box.minY <= c.y && c.y <= box.maxY
-            }
+            let inside = faces.indices.filter { box.contains(faces[$0].box.center) }
             guard let best = inside.max(by: { faces[$0].box.area < faces[$1].box.area }), let embedding = faces[best].embedding else { continue }
             let match = FaceGallery.nearest(embedding, in: enrolled, threshold: threshold)
             named[index].identity = Detection.Identity(name: match.name, distance: match.distance)

@@ -16,6 +16,9 @@ public struct Rect: Sendable, Equatable, Hashable, Codable {
     public var width: Double { maxX - minX }
     public var height: Double { maxY - minY }
     public var area: Double { max(0, width) * max(0, height) }
+    public var center: Point { Point(x: (minX + maxX) / 2, y: (minY + maxY) / 2) }
+
+    public func contains(_ point: Point) -> Bool { minX <= point.x && point.x <= maxX && minY <= point.y && point.y <= maxY }
 
     /// This rectangle limited to `bounds`.
     public func clamped(to bounds: Rect) -> Rect {
