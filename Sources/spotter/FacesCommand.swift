@@ -67,12 +67,17 @@ struct FaceNamingFlags: ParsableArguments {
     @Option(parsing: .unconditional, help: "With --faces: distance within which a face is an enrolled person.")
     var faceThreshold: Float = FaceGallery.defaultThreshold
 
-    /// The namer, nil without `--faces`; the gallery must exist (a typo must not name everyone unknown).
+    /// Before any model loads: the gallery must exist (a typo must not name everyone unknown).
+    func validate() throws {
+        if let faces, !FileManager.default.fileExists(atPath: faces) {
+            throw ValidationError("--faces \(faces): no such gallery (enroll people with `spotter faces enroll NAME PHOTO --gallery \(faces)`)")
+        }
+        guard faceThreshold > 0 else { throw ValidationError("--face-threshold must be above 0") }
+    }
+
+    /// The namer, nil without `--faces`.
     func makeNamer(store: StoreFlags, threads: Int?) throws -> PersonNamer? {
         guard let faces else { return nil }
-        guard FileManager.default.fileExists(atPath: faces) else {
-            throw CommandFailure("--faces \(faces): no such gallery (enroll people with `spotter faces enroll NAME PHOTO --gallery \(faces)`)")
-        }
         let recognizer = try FaceFlags.recognizer(detector: faceDetector, embedder: faceEmbedder, threads: threads, backend: .xnnpack, store: store)
         return try PersonNamer(recognizer: recognizer, gallery: try FaceGallery(path: faces), threshold: faceThreshold)
     }
