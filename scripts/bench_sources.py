@@ -12,14 +12,17 @@ No Python peer runs here: the reference pipeline has no multi-source server to c
 
 3. Load (--load MINUTES): 4 live sources recording, 20 live-view clients (5 per source), an album
    client polling twice a second and a detect request a second; the server must stay up, lose no
-   clip (every clip_finished event is in the album, complete) and keep its RSS flat; prints the
-   album list's and the detect endpoint's p50/p99 latency and RSS over time.
+   clip (every clip_finished event is in the album, complete, and posted to a webhook on
+   127.0.0.1) and keep its RSS flat; prints the album list's and the detect endpoint's p50/p99
+   latency and RSS over time.
 
 Usage (run by scripts/bench.sh --sources):
   bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--load MINUTES]
 """
 import argparse
 import datetime
+import http.client
+import http.server
 import json
 import os
 import platform
@@ -91,7 +94,8 @@ def sources_per_machine(base, seconds, largest):
 
 
 class Viewer(threading.Thread):
-    """Reads the event stream and fetches each frame's JPEG, one at a time, skipping to the newest."""
+    """Reads the event stream and fetches each frame's JPEG, one at a time, on one kept-alive
+    connection as a browser does."""
 
     def __init__(self, base, source, stop):
         super().__init__(daemon=True)
@@ -99,6 +103,8 @@ class Viewer(threading.Thread):
 
     def run(self):
         stream = urllib.request.urlopen(f"{self.base}/api/v1/events?source={self.source}&types=detection", timeout=30)
+        host, port = self.base.split("//")[1].split(":")
+        frames = http.client.HTTPConnection(host, int(port), timeout=10)
         for raw in stream:
             if self.stop.is_set():
                 break
@@ -106,10 +112,13 @@ class Viewer(threading.Thread):
             if line.startswith("data: "):
                 event = json.loads(line[6:])
                 try:
-                    urllib.request.urlopen(self.base + event["image_url"], timeout=10).read()
+                    frames.request("GET", event["image_url"])
+                    frames.getresponse().read()
                     self.frames += 1
-                except OSError:
-                    pass
+                except (OSError, http.client.HTTPException):
+                    frames.close()
+                    frames = http.client.HTTPConnection(host, int(port), timeout=10)
+        frames.close()
         stream.close()
 
 
@@ -146,6 +155,20 @@ def rss_mib(base):
     text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
     line = next(l for l in text.splitlines() if l.startswith("spotter_process_resident_bytes "))
     return int(line.split()[1]) / 1048576
+
+
+class Hooks(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver: keeps the clip id of every clip_finished POST."""
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Hooks.received.append(json.loads(body)["clip"]["id"])
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
 
 
 def load(base, minutes):
@@ -188,10 +211,12 @@ def load(base, minutes):
     clips = api(base, "/api/v1/album?limit=500")["clips"]
     in_album = {c["id"] for c in clips}
     lost = [i for i in finished if i not in in_album]
+    unposted = [i for i in finished if i not in Hooks.received]
     incomplete = [c["id"] for c in clips if c["incomplete"]]
     print(f"  album list: p50 {percentile(album_ms, 0.5):.1f} ms, p99 {percentile(album_ms, 0.99):.1f} ms ({len(album_ms)} requests)")
     print(f"  detect: p50 {percentile(detect_ms, 0.5):.1f} ms, p99 {percentile(detect_ms, 0.99):.1f} ms ({len(detect_ms)} requests)")
     print(f"  clips: {len(finished)} finished while running, {len(clips)} in the album, {len(lost)} lost, {len(incomplete)} incomplete")
+    print(f"  webhook: {len(Hooks.received)} posts, {len(unposted)} finished clips not posted")
     print(f"  RSS: {rss[0]:.1f} MiB at the start, {max(rss):.1f} max, {rss[-1]:.1f} at the end")
     print(f"  viewers: {sum(v.frames for v in viewers) / (minutes * 60) / 20:.1f} frames/s each")
 
@@ -211,7 +236,10 @@ def main():
     work = tempfile.mkdtemp(prefix="spotter-bench-sources-")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([args.spotter, "serve", "--album", os.path.join(work, "album"), "--port", str(port), "--model", MODEL],
+    hooks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
+    threading.Thread(target=hooks.serve_forever, daemon=True).start()
+    server = subprocess.Popen([args.spotter, "serve", "--album", os.path.join(work, "album"), "--port", str(port), "--model", MODEL,
+                               "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/clips"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):

@@ -4,9 +4,13 @@ model; `run` writes .npy outputs equal to LiteRT's reference kernels on a real i
 one clear line. Usage: check_cli.py PATH/TO/spotter"""
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 import numpy as np
 
@@ -221,6 +225,37 @@ with tempfile.TemporaryDirectory() as out:
     known = subprocess.run([spotter, "record", clip, "--album", os.path.join(out, "known"), "--faces", gallery,
                             "--trigger", "unknown-face", "--model", model, "--json"], capture_output=True, text=True, env=env)
     check(known.returncode == 0 and '"clip_finished"' not in known.stdout, "record --trigger unknown-face records nothing when everyone is known")
+    # The server names people too: a looping source of the same clip, detection events read from its SSE stream.
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        port = probe_socket.getsockname()[1]
+    config = os.path.join(out, "serve.json")
+    with open(config, "w") as f:
+        json.dump({"sources": [{"input": clip, "record": False, "realtime": True, "loop": True}]}, f)
+    server = subprocess.Popen([spotter, "serve", "--album", os.path.join(out, "served"), "--port", str(port), "--config", config,
+                               "--faces", gallery, "--model", model], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    served, stream = [], None
+    try:
+        for _ in range(100):
+            try:
+                stream = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/events?types=detection", timeout=30)
+                break
+            except OSError:
+                time.sleep(0.2)
+        for raw in stream or []:
+            line = raw.decode()
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                served.append(sorted((d["box"][0], d["identity"]["name"]) for d in event["detections"] if "identity" in d))
+                if len(served) == 5:
+                    break
+    except OSError as error:
+        print(f"serve --faces: {error}")
+    server.send_signal(signal.SIGTERM)
+    server_rc = server.wait(timeout=30)
+    check(len(served) == 5 and all([name for _, name in people] == ["Obama", "Biden"] for people in served),
+          f"serve --faces names Obama and Biden in the live detection events ({served[:1]})")
+    check(server_rc == 0, "serve --faces stops on SIGTERM with exit 0")
     noface = faces("enroll", "Cup", os.path.join(shared, "images", "coffee.png"))
     check(noface.returncode != 0 and "no face found" in noface.stderr, "faces enroll says when a photo has no face")
 

@@ -1,4 +1,5 @@
 import Detection
+import Foundation
 import Imaging
 
 /// Puts names on person detections: on frames with a person, finds the faces, and gives each
@@ -40,5 +41,33 @@ public final class PersonNamer {
             faces.remove(at: best)
         }
         return named
+    }
+}
+
+/// Person namers shared by threads (the server's sources): each call borrows one, waiting while
+/// all are busy. Give it as many namers as the detector pool has detectors and call it while
+/// holding a detector, so face work stays inside the same per-core budget and never waits.
+public final class NamerPool: @unchecked Sendable {
+    // `free` is guarded by `lock`; a namer is used only by the caller that took it.
+    private let lock = NSLock()
+    private var free: [PersonNamer]
+    private let available: DispatchSemaphore
+
+    /// - Parameter namers: at least one; each is used by one thread at a time.
+    public init(_ namers: [PersonNamer]) {
+        precondition(!namers.isEmpty, "a namer pool needs a namer")
+        free = namers
+        available = DispatchSemaphore(value: namers.count)
+    }
+
+    /// ``PersonNamer/name(_:in:)`` on a free namer.
+    public func name(_ detections: [Detection], in image: Image) throws -> [Detection] {
+        available.wait()
+        let namer = lock.withLock { free.removeLast() }
+        defer {
+            lock.withLock { free.append(namer) }
+            available.signal()
+        }
+        return try namer.name(detections, in: image)
     }
 }

@@ -31,10 +31,17 @@ public struct ServerContext: RequestContext {
 public func buildApplication(configuration: ServerConfiguration, logger: Logger = Logger(label: "spotter.serve")) async throws -> some ApplicationProtocol {
     try configuration.validate()
     let routes = try Routes(configuration: configuration)
+    // The service group stops when any service returns, so the webhook service runs only when
+    // there are URLs; it is listed first so it shuts down last, after the sources' final clips.
+    var services: [any Service] = []
+    if !configuration.webhooks.urls.isEmpty {
+        services.append(WebhookService(options: configuration.webhooks, events: routes.sources.events, logger: logger, counters: routes.webhooks))
+    }
+    services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, logger: logger))
     return Application(
         router: buildRouter(routes),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "spotter"),
-        services: [SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, logger: logger)],
+        services: services,
         logger: logger)
 }
 

@@ -1,6 +1,12 @@
 import Detection
 import Foundation
+import Imaging
 import Pipeline
+
+/// Work on a source frame's detections after the detector (face recognition naming person
+/// boxes): given the kept detections (upright pixels) and the frame's picture, returns them
+/// changed. Called from source threads, up to one per detector at once.
+public typealias DetectionRefiner = @Sendable (_ detections: [Detection], _ image: Image) throws -> [Detection]
 
 /// How `spotter serve` is set up.
 public struct ServerConfiguration: Sendable {
@@ -31,6 +37,10 @@ public struct ServerConfiguration: Sendable {
     public var resolveInput: @Sendable (String) throws -> String = { $0 }
     /// How long the album keeps clips (checked at start and every minute). Default: keep everything.
     public var retention = Retention()
+    /// URLs that get each `clip_finished` event as a JSON POST, with retries. Default none.
+    public var webhooks = WebhookOptions()
+    /// Runs on every source frame's detections while its detector is held. Default none.
+    public var refine: DetectionRefiner?
     /// The sample videos of the demo page (the CLI's model store). Default none: the page says so.
     public var samples: (any SampleLibrary)?
 
@@ -52,17 +62,21 @@ public struct ServerConfiguration: Sendable {
     /// - Throws: ``ServerError/tokenRequired(host:)`` for a non-loopback address without a token.
     public func validate() throws {
         if !bindsLoopback && (token ?? "").isEmpty { throw ServerError.tokenRequired(host: host) }
+        do { try webhooks.validate() } catch let error as WebhookError { throw ServerError.badWebhook(error) }
     }
 }
 
 /// Why the server cannot start.
 public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     case tokenRequired(host: String)
+    case badWebhook(WebhookError)
 
     public var description: String {
         switch self {
         case .tokenRequired(let host):
             return "binding \(host) lets other machines in: give a token (--token) that every request must carry"
+        case .badWebhook(let error):
+            return "\(error)"
         }
     }
 }

@@ -10,6 +10,9 @@ final class EventHub: @unchecked Sendable {
     struct Message: Sendable {
         let type: String
         let source: String?
+        /// The event's JSON object.
+        let json: Data
+        /// The object as one Server-Sent Event.
         let text: String
     }
 
@@ -39,7 +42,7 @@ final class EventHub: @unchecked Sendable {
         object["type"] = type
         if let source { object["source"] = source }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        let message = Message(type: type, source: source, text: "event: \(type)\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+        let message = Message(type: type, source: source, json: data, text: "event: \(type)\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
         for subscriber in all where subscriber.wants(message) { subscriber.continuation.yield(message) }
     }
 
@@ -64,7 +67,7 @@ final class EventHub: @unchecked Sendable {
     /// Sends a comment to one subscriber (keeps proxies from closing an idle stream).
     func ping(_ id: UUID) {
         let subscriber = lock.withLock { subscribers[id] }
-        subscriber?.continuation.yield(Message(type: "ping", source: nil, text: ": keep-alive\n\n"))
+        subscriber?.continuation.yield(Message(type: "ping", source: nil, json: Data(), text: ": keep-alive\n\n"))
     }
 
     var subscriberCount: Int { lock.withLock { subscribers.count } }

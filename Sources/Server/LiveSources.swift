@@ -100,7 +100,7 @@ final class LiveSource: @unchecked Sendable {
 
     /// Starts the run on a thread of its own: opens the input, then reads, detects on the shared
     /// pool and records until stopped (a file until its end).
-    func start(album: Album, pool: DetectorPool, events: EventHub) {
+    func start(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub) {
         let thread = Thread { [self] in
             defer { ended.signal() }
             update(state: .opening, message: nil, events: events)
@@ -126,8 +126,12 @@ final class LiveSource: @unchecked Sendable {
             let run = SourceRun(
                 input: path, options: options, recorder: recorder,
                 detect: { frame in
-                    try pool.withDetector { try $0.detect(frame.image) }.detections.filter { d in
-                        d.score >= threshold && (classes?.contains(d.label.lowercased()) ?? true)
+                    // Refining (face recognition) holds the detector too: one budget for both.
+                    try pool.withDetector { detector in
+                        let found = try detector.detect(frame.image).detections.filter { d in
+                            d.score >= threshold && (classes?.contains(d.label.lowercased()) ?? true)
+                        }
+                        return try refine?(found, frame.image) ?? found
                     }
                 },
                 events: { [self] event in handle(event, events: events) })
@@ -212,8 +216,14 @@ final class LiveSource: @unchecked Sendable {
                 "width": image.width, "height": image.height, "inference_ms": round1(item.inferenceMilliseconds),
                 "image_url": "/api/v1/sources/\(id)/frames/\(number).jpg",
                 "detections": (item.detections ?? []).map { d in
-                    ["label": d.label, "score": (Double(d.score) * 1000).rounded() / 1000,
-                     "box": [d.box.minX, d.box.minY, d.box.maxX, d.box.maxY].map { (Double($0) * 10).rounded() / 10 }] as [String: Any]
+                    let box: [Double] = [d.box.minX, d.box.minY, d.box.maxX, d.box.maxY].map { (Double($0) * 10).rounded() / 10 }
+                    var object: [String: Any] = ["label": d.label, "score": (Double(d.score) * 1000).rounded() / 1000, "box": box]
+                    if let identity = d.identity {
+                        let name: Any = identity.name ?? NSNull()
+                        let distance: Any = identity.distance.map { (Double($0) * 1000).rounded() / 1000 } ?? NSNull()
+                        object["identity"] = ["name": name, "distance": distance]
+                    }
+                    return object
                 },
             ])
         case .recorder:
@@ -302,6 +312,7 @@ final class LiveSource: @unchecked Sendable {
 final class SourceHub: @unchecked Sendable {
     let album: Album
     let pool: DetectorPool
+    let refine: DetectionRefiner?
     let events: EventHub
     private let resolve: @Sendable (String) throws -> String
     // `sources`, `order`, `next` and `closed` are guarded by `lock`.
@@ -313,9 +324,10 @@ final class SourceHub: @unchecked Sendable {
     /// Most sources at once.
     static let limit = 64
 
-    init(album: Album, pool: DetectorPool, events: EventHub, resolve: @escaping @Sendable (String) throws -> String) {
+    init(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub, resolve: @escaping @Sendable (String) throws -> String) {
         self.album = album
         self.pool = pool
+        self.refine = refine
         self.events = events
         self.resolve = resolve
     }
@@ -348,7 +360,7 @@ final class SourceHub: @unchecked Sendable {
             order.append(source.id)
             return source
         }
-        source.start(album: album, pool: pool, events: events)
+        source.start(album: album, pool: pool, refine: refine, events: events)
         events.publish("source_added", source: source.id, ["input": spec.input])
         return source
     }

@@ -143,6 +143,12 @@ enum OpenAPI {
             "info": ["title": "Spotter", "version": "1", "description": "Object detection and recorded clips. With --token, send Authorization: Bearer TOKEN."],
             "components": ["securitySchemes": ["bearer": ["type": "http", "scheme": "bearer"]]],
             "paths": paths,
+            // Outgoing: what --webhook URLs receive.
+            "webhooks": ["clipFinished": ["post": [
+                "summary": "A clip was finished and indexed: {type: clip_finished, source, clip: {id, source, start, end, duration, frames, labels, best_score, incomplete, created_at, url, thumbnail_url}}; retried until a 2xx answer",
+                "requestBody": ["required": true, "content": ["application/json": ["schema": ["type": "object"]]]],
+                "responses": ["200": ["description": "delivered (any 2xx)"]],
+            ]]],
         ]
         let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self)

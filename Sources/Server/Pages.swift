@@ -191,7 +191,8 @@ enum Pages {
             box.style.left = (x0 * scale) + "px"; box.style.top = (y0 * scale) + "px";
             box.style.width = ((x1 - x0) * scale) + "px"; box.style.height = ((y1 - y0) * scale) + "px";
             const tag = document.createElement("span");
-            tag.textContent = det.label + " " + Math.round(det.score * 100) + "%";
+            const who = det.identity ? (det.identity.name ?? "unknown") + " · " : "";
+            tag.textContent = who + det.label + " " + Math.round(det.score * 100) + "%";
             box.append(tag);
             c.overlay.append(box);
           }

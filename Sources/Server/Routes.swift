@@ -15,6 +15,7 @@ struct Routes: Sendable {
     let downloads: SampleDownloads?
     let fileIO = FileIO()
     let started = Date()
+    let webhooks = WebhookCounters()
 
     /// Opens the album and loads the detector pool.
     ///
@@ -24,7 +25,7 @@ struct Routes: Sendable {
         album = try Album(directory: configuration.album)
         detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector))
         let events = EventHub()
-        sources = SourceHub(album: album, pool: detection.pool, events: events, resolve: configuration.resolveInput)
+        sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput)
         downloads = configuration.samples.map { SampleDownloads(library: $0, events: events) }
     }
 
@@ -321,6 +322,10 @@ struct Routes: Sendable {
             # HELP spotter_event_subscribers Open event streams (live views).
             # TYPE spotter_event_subscribers gauge
             spotter_event_subscribers \(sources.events.subscriberCount)
+            # HELP spotter_webhook_deliveries_total clip_finished events posted to webhooks, by outcome (failed: every attempt failed).
+            # TYPE spotter_webhook_deliveries_total counter
+            spotter_webhook_deliveries_total{result="delivered"} \(webhooks.totals.delivered)
+            spotter_webhook_deliveries_total{result="failed"} \(webhooks.totals.failed)
 
             """ + perSource
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: text)))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Detection
+import Faces
 import Foundation
 import ModelStore
 import Pipeline
@@ -20,15 +21,19 @@ struct Serve: AsyncParsableCommand {
             Blue Iris. Also /health and /metrics (Prometheus). Binds 127.0.0.1 unless --host says \
             otherwise, which needs --token. SIGINT and SIGTERM stop it gracefully.
 
-            A config file starts sources with the server:
+            A config file starts sources with the server and names webhooks (each finished clip \
+            is POSTed to them as JSON, retried with doubling delays until a 2xx answer):
               {"sources": [{"input": "rtsp://cam.local/live", "record": true, "classes": ["person"]},
-                           {"input": "demo.mp4", "realtime": true, "loop": true}]}
+                           {"input": "demo.mp4", "realtime": true, "loop": true}],
+               "webhooks": ["http://homeassistant.local:8123/api/webhook/spotter"]}
 
             Examples:
               spotter serve --album ~/Clips
               spotter serve --album ~/Clips --config cameras.json --keep-days 14 --keep-gib 50
               curl -s -d '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
               spotter serve --album ~/Clips --host 0.0.0.0 --token s3cret
+              spotter serve --album ~/Clips --webhook http://127.0.0.1:9000/clips
+              spotter serve --album ~/Clips --faces ~/faces.sqlite     # names on person boxes
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
             """)
 
@@ -47,6 +52,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A JSON file listing sources to start: {\"sources\": [{\"input\": ..., \"record\": true, \"classes\": [...]}]}.")
     var config: String?
 
+    @Option(help: "A URL that gets each finished clip as a JSON POST (repeat for several; added to the config file's).")
+    var webhook: [String] = []
+
     @Option(help: "Delete clips older than this many days (checked every minute).")
     var keepDays: Double?
 
@@ -57,6 +65,8 @@ struct Serve: AsyncParsableCommand {
     var maxUploadMib = 32
 
     @OptionGroup var detector: DetectorOptions
+
+    @OptionGroup(title: "Face recognition (with --faces)") var faceFlags: FaceNamingFlags
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1...65535") }
@@ -73,8 +83,18 @@ struct Serve: AsyncParsableCommand {
                                                 host: host, port: port, token: token)
         configuration.maxUploadBytes = maxUploadMib << 20
         configuration.retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
-        if let config { configuration.sources = try Self.sources(inConfig: config) }
+        let file = try config.map(Self.read(config:)) ?? ConfigFile()
+        configuration.sources = file.sources ?? []
+        configuration.webhooks.urls = try ((file.webhooks ?? []) + webhook).map { text in
+            guard let url = URL(string: text) else { throw ValidationError("webhook \(text) is not a URL") }
+            return url
+        }
         let store = try detector.store.makeStore()
+        if faceFlags.faces != nil {
+            // One single-threaded namer per detector; each runs while its frame holds a detector.
+            let namers = try NamerPool((0..<max(1, options.threadCount)).map { _ in try faceFlags.makeNamer(store: detector.store, threads: 1)! })
+            configuration.refine = { detections, image in try namers.name(detections, in: image) }
+        }
         configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: store) }
         configuration.samples = StoreSamples(store: store)
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
@@ -90,16 +110,17 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// The file a config lists its sources in.
+    /// The config file: sources to start and webhook URLs.
     struct ConfigFile: Decodable {
         var sources: [SourceSpec]?
+        var webhooks: [String]?
     }
 
-    static func sources(inConfig path: String) throws -> [SourceSpec] {
+    static func read(config path: String) throws -> ConfigFile {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw ValidationError("--config \(path): \(error.localizedDescription)") }
-        do { return try JSONDecoder().decode(ConfigFile.self, from: data).sources ?? [] } catch {
-            throw ValidationError("--config \(path) is not JSON like {\"sources\": [{\"input\": \"rtsp://cam/live\"}]}: \(error)")
+        do { return try JSONDecoder().decode(ConfigFile.self, from: data) } catch {
+            throw ValidationError("--config \(path) is not JSON like {\"sources\": [{\"input\": \"rtsp://cam/live\"}], \"webhooks\": [\"http://host/hook\"]}: \(error)")
         }
     }
 
