@@ -8,3 +8,12 @@ int spotter_affinity_cpu_count(void) {
     if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
     return CPU_COUNT(&set);
 }
+
+#include <malloc.h>
+
+void spotter_keep_heap_compact(void) {
+#ifdef M_ARENA_MAX
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_ARENA_MAX, 2);
+#endif
+}

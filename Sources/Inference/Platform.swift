@@ -31,3 +31,10 @@ public enum Processors {
         return nil
     }
 }
+
+/// Process-wide memory settings.
+public enum HeapTuning {
+    /// Keeps long runs from growing by fragmentation (glibc): buffers of 128 KiB and more are
+    /// mapped and returned when freed, and two heaps serve all threads. Call once at start-up.
+    public static func keepCompact() { spotter_keep_heap_compact() }
+}

@@ -14,6 +14,10 @@
 /// Processors in this process's CPU affinity mask (taskset, containers), or -1.
 int spotter_affinity_cpu_count(void);
 
+/// glibc: buffers of 128 KiB and more mapped and unmapped (a fixed mmap threshold) and two
+/// heaps, so a long run that keeps opening and closing large buffers does not grow by fragmentation.
+void spotter_keep_heap_compact(void);
+
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
 int spotter_has_vnni(void);
 
