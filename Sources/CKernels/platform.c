@@ -10,10 +10,12 @@ int spotter_affinity_cpu_count(void) {
 }
 
 #include <malloc.h>
+#include <stdlib.h>
 
 void spotter_keep_heap_compact(void) {
 #ifdef M_ARENA_MAX
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    mallopt(M_ARENA_MAX, 2);
+    // glibc's own environment variables, when given, win.
+    if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
 #endif
 }

@@ -74,6 +74,7 @@ struct Record: ParsableCommand {
     }
 
     func run() throws {
+        keepHeapCompactForLongRuns()
         var options = detector
         if options.classes == nil { options.classes = "person" }
         // The album first: a folder that cannot be written fails before the model loads.

@@ -75,6 +75,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        keepHeapCompactForLongRuns()
         var options = ObjectDetector.Options()
         options.threadCount = threadsWithinCores(detector.threads)
         options.backend = detector.backend

@@ -29,11 +29,6 @@ extension Spotter {
         // A file-size limit (`ulimit -f`) then fails a write with EFBIG, which the commands report
         // and clean up after, instead of killing the process halfway through a file.
         signal(SIGXFSZ, SIG_IGN)
-        // Long runs (serve, record) open and close encoders and frame buffers of several MiB all
-        // the time. glibc's default raises its mmap threshold after the first such buffer is
-        // freed, later ones come from heaps that fragment, and with a heap per thread RSS kept
-        // growing (serve's load run: 163 -> 377 MiB in 10 minutes; flat at about 230 with this).
-        HeapTuning.keepCompact()
         await main(nil)
     }
 }
@@ -55,6 +50,15 @@ func threadsWithinCores(_ requested: Int?) -> Int {
         warn("--threads \(requested) is more than the \(available) cores this process may use; using \(available)")
     }
     return min(requested, available)
+}
+
+/// For the long runs (serve, record, video), which open and close encoders and frame buffers of
+/// several MiB all the time: glibc's default raises its mmap threshold after the first such buffer
+/// is freed, later ones come from heaps that fragment, and with a heap per thread RSS kept growing
+/// (serve's load run: 163 -> 377 MiB in 10 minutes; flat at about 230 with this). Short commands
+/// keep glibc's defaults, which reuse their large working buffers without page faults.
+func keepHeapCompactForLongRuns() {
+    HeapTuning.keepCompact()
 }
 
 /// One line on standard error, prefixed `Warning:`.

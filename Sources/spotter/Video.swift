@@ -119,6 +119,7 @@ struct Video: ParsableCommand {
     }
 
     func run() throws {
+        keepHeapCompactForLongRuns()
         let source = try self.detector.store.resolveVideo(input)
         // Everything that can be checked before the model loads: no output over an input, folders
         // that exist and can be written.

@@ -16,6 +16,7 @@ int spotter_affinity_cpu_count(void);
 
 /// glibc: buffers of 128 KiB and more mapped and unmapped (a fixed mmap threshold) and two
 /// heaps, so a long run that keeps opening and closing large buffers does not grow by fragmentation.
+/// `MALLOC_MMAP_THRESHOLD_` and `MALLOC_ARENA_MAX` in the environment take precedence.
 void spotter_keep_heap_compact(void);
 
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
