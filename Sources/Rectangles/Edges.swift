@@ -52,11 +52,15 @@ struct Luma {
         return top * (1 - ay) + bottom * ay
     }
 
-    /// The picture averaged over `factor` x `factor` blocks (the last partial row and column dropped).
-    func downscaled(by factor: Int) -> Plane {
+    /// The picture averaged over `factor` x `factor` blocks (the last partial row and column
+    /// dropped): its luma, or with `channels`, red, green and blue as three planes (one for grey
+    /// and YUV pictures, whose luma is what they have).
+    func downscaled(by factor: Int, channels: Bool = false) -> [Plane] {
         let ww = max(1, image.width / factor), wh = max(1, image.height / factor)
         let k = min(factor, image.width, image.height)
         var out = Plane(width: ww, height: wh)
+        let colour = channels && bytesPerPixel > 1
+        var red = Plane(width: colour ? ww : 0, height: colour ? wh : 0), green = red, blue = red
         let stride = image.strides[0], start = image.planeOffsets[0], bpp = bytesPerPixel
         let (ro, go, bo) = offsets
         let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256))
@@ -88,6 +92,19 @@ struct Luma {
                     }
                     if bpp == 1 {
                         for ox in 0..<ww { dst[oy * ww + ox] = Float(sums[ox]) * scale }
+                    } else if colour {
+                        let channelScale = scale * 256
+                        red.pixels.withUnsafeMutableBufferPointer { r in
+                            green.pixels.withUnsafeMutableBufferPointer { g in
+                                blue.pixels.withUnsafeMutableBufferPointer { b in
+                                    for ox in 0..<ww {
+                                        r[oy * ww + ox] = Float(sums[3 * ox]) * channelScale
+                                        g[oy * ww + ox] = Float(sums[3 * ox + 1]) * channelScale
+                                        b[oy * ww + ox] = Float(sums[3 * ox + 2]) * channelScale
+                                    }
+                                }
+                            }
+                        }
                     } else {
                         for ox in 0..<ww {
                             dst[oy * ww + ox] = Float(77 * sums[3 * ox] + 150 * sums[3 * ox + 1] + 29 * sums[3 * ox + 2]) * scale
@@ -96,7 +113,7 @@ struct Luma {
                 }
             }
         }
-        return out
+        return colour ? [red, green, blue] : [out]
     }
 }
 
@@ -114,15 +131,18 @@ struct EdgeMap {
     static let highThreshold: Float = 4
     static let lowThreshold: Float = 2
 
-    init(_ plane: Plane) {
+    /// Edges of one plane, or of several (colour channels): at each pixel the gradient of the
+    /// channel that changes most, so a boundary between two colours of equal luma is still one.
+    init(_ planes: [Plane]) {
+        let plane = planes[0]
         width = plane.width
         height = plane.height
-        let smooth = Self.binomial(plane)
         let w = plane.width, h = plane.height
         var gx = [Float](repeating: 0, count: w * h)
         var gy = gx
         var magnitude = gx
-        if w >= 3 && h >= 3 {
+        for channel in planes where w >= 3 && h >= 3 {
+            let smooth = Self.binomial(channel)
             smooth.pixels.withUnsafeBufferPointer { p in
                 gx.withUnsafeMutableBufferPointer { gxs in
                     gy.withUnsafeMutableBufferPointer { gys in
@@ -130,17 +150,22 @@ struct EdgeMap {
                             for y in 1..<(h - 1) {
                                 for x in 1..<(w - 1) {
                                     let i = y * w + x
-                                    let dx = (p[i - w + 1] + 2 * p[i + 1] + p[i + w + 1]) - (p[i - w - 1] + 2 * p[i - 1] + p[i + w - 1])
-                                    let dy = (p[i + w - 1] + 2 * p[i + w] + p[i + w + 1]) - (p[i - w - 1] + 2 * p[i - w] + p[i - w + 1])
-                                    gxs[i] = dx / 8
-                                    gys[i] = dy / 8
-                                    m[i] = (gxs[i] * gxs[i] + gys[i] * gys[i]).squareRoot()
+                                    let dx = ((p[i - w + 1] + 2 * p[i + 1] + p[i + w + 1]) - (p[i - w - 1] + 2 * p[i - 1] + p[i + w - 1])) / 8
+                                    let dy = ((p[i + w - 1] + 2 * p[i + w] + p[i + w + 1]) - (p[i - w - 1] + 2 * p[i - w] + p[i - w + 1])) / 8
+                                    // Squared magnitudes compared; the root taken once below.
+                                    let squared = dx * dx + dy * dy, stronger = squared > m[i]
+                                    gxs[i] = stronger ? dx : gxs[i]
+                                    gys[i] = stronger ? dy : gys[i]
+                                    m[i] = stronger ? squared : m[i]
                                 }
                             }
                         }
                     }
                 }
             }
+        }
+        magnitude.withUnsafeMutableBufferPointer { m in
+            for i in m.indices { m[i] = m[i].squareRoot() }
         }
         isEdge = Self.thinEdges(magnitude: magnitude, gx: gx, gy: gy, width: w, height: h)
         self.gx = gx
@@ -156,8 +181,11 @@ struct EdgeMap {
             across.pixels.withUnsafeMutableBufferPointer { a in
                 for y in 0..<h {
                     let row = y * w
-                    for x in 0..<w {
-                        a[row + x] = (p[row + max(x - 1, 0)] + 2 * p[row + x] + p[row + min(x + 1, w - 1)]) / 4
+                    // The two end pixels clamp; the loop between them has no branches.
+                    a[row] = (3 * p[row] + p[row + min(1, w - 1)]) / 4
+                    if w > 1 { a[row + w - 1] = (p[row + w - 2] + 3 * p[row + w - 1]) / 4 }
+                    if w > 2 {
+                        for x in (row + 1)..<(row + w - 1) { a[x] = (p[x - 1] + 2 * p[x] + p[x + 1]) / 4 }
                     }
                 }
             }

@@ -22,7 +22,7 @@ struct QuadFinder {
     static let lineLimit = 64
     /// Least fraction of each side, and of the whole outline, that must have a matching edge.
     static let sideSupport = 0.45
-    static let outlineSupport = 0.6
+    static let outlineSupport = 0.7
     /// Longest run of a side without an edge, as a fraction of the side: an occluder may hide a
     /// third of it; a longer gap is usually a line that runs on to another object.
     static let longestGap = 0.35
@@ -38,7 +38,7 @@ struct QuadFinder {
     }
 
     /// At most this many corners per line take part (those with the best-supported partners).
-    static let cornerLimit = 16
+    static let cornerLimit = 48
 
     func candidates() -> [Quad] {
         let used = Array(lines.prefix(Self.lineLimit))
@@ -119,30 +119,31 @@ struct QuadFinder {
         guard RectangleDetector.passes(full, options: loose, imageSize: imageSize) else { return nil }
         var hits = 0.0, total = 0.0
         for side in 0..<4 {
-            let (found, samples, gap) = support(from: points[side], to: points[(side + 1) % 4])
-            guard samples > 0, found >= Self.sideSupport * samples, gap <= Self.longestGap * samples else { return nil }
+            guard let (found, samples) = support(from: points[side], to: points[(side + 1) % 4]) else { return nil }
             hits += found
             total += samples
         }
         let confidence = hits / total
         guard confidence >= Self.outlineSupport else { return nil }
         let area = abs(zip(full, full.dropFirst() + [full[0]]).map { $0.x * $1.y - $1.x * $0.y }.reduce(0, +)) / 2
-        return Quad(corners: full, confidence: confidence, rank: confidence + 1.0 * (area / (w * h)).squareRoot())
+        return Quad(corners: full, confidence: confidence, rank: confidence + 1.5 * (area / (w * h)).squareRoot())
     }
 
     /// How well edges support the side from `a` to `b` (working coordinates): the samples along it
-    /// that lie on an edge, the number of samples, and the longest run without one.
+    /// that lie on an edge and the number of samples; nil (as soon as it is certain) when fewer
+    /// than `sideSupport` of them hit or a run without a hit is longer than `longestGap` of them.
     ///
     /// A sample hits when an edge pixel within one pixel across the side has a gradient within
     /// about 25 degrees of the side's normal and at least `supportingGradient` strong. Only runs of
     /// three or more hits count: texture and noise give scattered hits, a boundary gives runs.
-    func support(from a: Point, to b: Point) -> (found: Double, samples: Double, gap: Double) {
+    func support(from a: Point, to b: Point) -> (found: Double, samples: Double)? {
         let dx = b.x - a.x, dy = b.y - a.y, length = (dx * dx + dy * dy).squareRoot()
-        guard length >= 2 else { return (0, 0, 0) }
+        guard length >= 2 else { return nil }
         let nx = -dy / length, ny = dx / length
         let count = Int(length)
         let w = edges.width, h = edges.height
-        var found = 0, gap = 0, hits = 0, misses = 0
+        let needed = Int((Self.sideSupport * Double(count)).rounded(.up)), longest = Int(Self.longestGap * Double(count))
+        var found = 0, gap = 0, hits = 0, misses = 0, failed = false
         func endRun() {
             if hits >= 3 { found += hits; gap = max(gap, misses); misses = 0 } else { misses += hits }
             hits = 0
@@ -151,6 +152,11 @@ struct QuadFinder {
             edges.gx.withUnsafeBufferPointer { gxs in
                 edges.gy.withUnsafeBufferPointer { gys in
                     for step in 0..<count {
+                        // Hopeless already: too long without an edge, or too few samples left.
+                        if misses > longest || found + hits + (count - step) < needed {
+                            failed = true
+                            return
+                        }
                         let t = (Double(step) + 0.5) / Double(count)
                         let px = a.x + dx * t, py = a.y + dy * t
                         var hit = false
@@ -172,8 +178,10 @@ struct QuadFinder {
                 }
             }
         }
+        if failed { return nil }
         endRun()
-        return (Double(found), Double(count), Double(max(gap, misses)))
+        guard found >= needed, max(gap, misses) <= longest else { return nil }
+        return (Double(found), Double(count))
     }
 }
 

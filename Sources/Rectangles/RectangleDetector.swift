@@ -112,7 +112,7 @@ public struct RectangleDetector: Sendable {
     public func detect(in image: Image, orientation: Orientation = .up) -> [RectangleObservation] {
         let luma = Luma(image)
         let factor = max(1, min(image.width, image.height) / 240)
-        let edges = EdgeMap(luma.downscaled(by: factor))
+        let edges = EdgeMap(luma.downscaled(by: factor, channels: true))
         let lines = LineFinder.lines(in: edges, minimumLength: QuadFinder.minimumSide(options, imageSize: image.size, factor: factor))
         var quads = QuadFinder(edges: edges, lines: lines, options: options, factor: factor, imageSize: image.size).candidates()
         quads.sort { $0.rank > $1.rank }
