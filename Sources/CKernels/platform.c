@@ -14,8 +14,13 @@ int spotter_affinity_cpu_count(void) {
 
 void spotter_keep_heap_compact(void) {
 #ifdef M_ARENA_MAX
-    // glibc's own environment variables, when given, win.
-    if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    // glibc's own environment variable, when given, wins.
     if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
+#endif
+}
+
+void spotter_release_free_memory(void) {
+#ifdef M_ARENA_MAX
+    malloc_trim(0);
 #endif
 }

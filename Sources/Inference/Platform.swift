@@ -34,7 +34,17 @@ public enum Processors {
 
 /// Process-wide memory settings.
 public enum HeapTuning {
-    /// Keeps long runs from growing by fragmentation (glibc): buffers of 128 KiB and more are
-    /// mapped and returned when freed, and two heaps serve all threads. Call once at start-up.
-    public static func keepCompact() { spotter_keep_heap_compact() }
+    /// Keeps long runs from growing by fragmentation (glibc): two heaps serve all threads, and
+    /// every 30 s the free pages inside them go back to the system. Call once at start-up.
+    public static func keepCompact() {
+        spotter_keep_heap_compact()
+        let trimmer = Thread {
+            while true {
+                Thread.sleep(forTimeInterval: 30)
+                spotter_release_free_memory()
+            }
+        }
+        trimmer.name = "spotter.heap-trim"
+        trimmer.start()
+    }
 }

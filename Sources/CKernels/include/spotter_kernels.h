@@ -14,10 +14,11 @@
 /// Processors in this process's CPU affinity mask (taskset, containers), or -1.
 int spotter_affinity_cpu_count(void);
 
-/// glibc: buffers of 128 KiB and more mapped and unmapped (a fixed mmap threshold) and two
-/// heaps, so a long run that keeps opening and closing large buffers does not grow by fragmentation.
-/// `MALLOC_MMAP_THRESHOLD_` and `MALLOC_ARENA_MAX` in the environment take precedence.
+/// glibc: two heaps for all threads (`MALLOC_ARENA_MAX` in the environment takes precedence).
 void spotter_keep_heap_compact(void);
+
+/// glibc: gives the free pages of every heap back to the system (malloc_trim).
+void spotter_release_free_memory(void);
 
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
 int spotter_has_vnni(void);
