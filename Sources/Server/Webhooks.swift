@@ -52,8 +52,9 @@ struct WebhookService: Service {
     let logger: Logger
     let counters: WebhookCounters
 
+    /// Runs until the event hub ends its streams; the application adds it only with URLs (a
+    /// service that returns early would stop the whole service group).
     func run() async throws {
-        guard !options.urls.isEmpty else { return }
         let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
         // Ends when the hub finishes every stream, after the sources have stopped at shutdown.
