@@ -32,8 +32,9 @@ let package = Package(
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
         .systemLibrary(name: "CXNNPACK", providers: [.apt(["libxnnpack-dev", "libpthreadpool-dev"])]),
-        // Debian's FFmpeg (libavformat-dev, libavcodec-dev, libavutil-dev, libswscale-dev).
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev"])]),
+        // Debian's FFmpeg (libavformat-dev, libavcodec-dev, libavutil-dev, libswscale-dev), opened on first
+        // use rather than linked: loading it costs more than `inspect` or a JPEG detection takes.
+        .target(name: "CFFmpeg"),
         // Debian's FreeType (libfreetype-dev); fonts from fonts-dejavu-core.
         .systemLibrary(name: "CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
         // Debian's libcurl (libcurl4-openssl-dev): HTTP(S) downloads for the model store.

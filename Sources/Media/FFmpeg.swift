@@ -32,7 +32,17 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
 enum FFmpeg {
     /// Errors are reported through thrown errors; FFmpeg's own log shows only fatal problems.
     private static let logLevel: Void = av_log_set_level(AV_LOG_FATAL)
-    static func quietLogs() { _ = logLevel }
+
+    /// Opens FFmpeg's libraries (once) and quiets their log: every media entry point calls this
+    /// before any FFmpeg function, so a missing library is an error naming the package to install.
+    static func load(_ error: (String) -> MediaError) throws {
+        var reason: UnsafePointer<CChar>?
+        guard spotter_ffmpeg_load(&reason) == 0 else {
+            let loader = reason.map { String(cString: $0) } ?? "unknown reason"
+            throw error("FFmpeg's libraries could not be loaded (\(loader)); apt-get install libavformat59 libswscale6")
+        }
+        _ = logLevel
+    }
 
     static let eagain = spotter_averror_eagain()
     static let eof = spotter_averror_eof()

@@ -26,7 +26,7 @@ public enum ImageFile {
     /// - Throws: ``MediaError``.
     public static func decode(_ path: String) throws -> Decoded {
         if let jpeg = try readIfJPEG(path) { return try decodeJPEG(jpeg, path: path) }
-        FFmpeg.quietLogs()
+        try FFmpeg.load { .decodeFailed(path: path, reason: $0) }
         let input = try InputContext(path: path)
         try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .decodeFailed(path: path, reason: $0) }
         let streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
@@ -175,7 +175,7 @@ public enum ImageFile {
 
     /// Encodes `image` in `format`, returning the file's bytes.
     public static func encode(_ image: Image, format: Format, path: String = "image") throws -> [UInt8] {
-        FFmpeg.quietLogs()
+        try FFmpeg.load { .encodeFailed(path: path, reason: $0) }
         let codecID: AVCodecID, pixelFormat: AVPixelFormat
         switch format {
         case .jpeg: (codecID, pixelFormat) = (AV_CODEC_ID_MJPEG, AV_PIX_FMT_YUVJ420P)

@@ -76,7 +76,7 @@ public final class VideoReader {
     /// - Throws: ``MediaError``; ``MediaError/timedOut(path:seconds:while:)`` when the source does
     ///   not answer within `options.openTimeout`.
     public init(path: String, options: Options = Options()) throws {
-        FFmpeg.quietLogs()
+        try FFmpeg.load { .cannotOpen(path: path, reason: $0) }
         self.path = path
         self.options = options
         let isDevice = path.hasPrefix("/dev/video")

@@ -56,7 +56,7 @@ public final class VideoWriter {
     ///
     /// - Throws: ``MediaError``.
     public init(path: String, width: Int, height: Int, options: Options = Options()) throws {
-        FFmpeg.quietLogs()
+        try FFmpeg.load { .cannotWrite(path: path, reason: $0) }
         self.path = path
         // yuv420p needs even dimensions; an odd last row or column is dropped.
         self.width = width & ~1
