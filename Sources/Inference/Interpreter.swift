@@ -138,6 +138,25 @@ public final class Interpreter {
 
     private let constants: ConstantStore
 
+    /// Checks that every operator of `model` has a reference kernel that accepts its tensors and
+    /// returns every tensor's resolved shape, without converting weights or allocating memory:
+    /// what `spotter inspect` needs, in a fraction of the time preparing an interpreter takes.
+    ///
+    /// - Throws: the errors ``init(model:options:)`` throws for the reference backend.
+    public static func check(_ model: Model, maxArenaBytes: Int = Options().maxArenaBytes) throws -> [[Int]] {
+        let model = model.foldingFloat16Constants()
+        let graph = model.subgraph
+        if let sparse = graph.tensors.first(where: \.isSparse) { throw InterpreterError.sparseTensor(name: sparse.name) }
+        let context = PrepareContext(model: model, graph: graph, isCheckingOnly: true)
+        for op in graph.operators {
+            context.op = op
+            _ = try ReferenceKernels.make(context)
+        }
+        let plan = try MemoryPlan(graph: graph, shapes: context.shapes, aliases: context.aliases, preserved: .none)
+        guard plan.arenaSize <= maxArenaBytes else { throw InterpreterError.arenaTooLarge(bytes: plan.arenaSize, limit: maxArenaBytes) }
+        return context.shapes
+    }
+
     deinit {
         arena.deallocate()
         pointers.deallocate()

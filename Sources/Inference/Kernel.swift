@@ -32,11 +32,21 @@ final class PrepareContext {
     /// Output tensor -> input tensor whose storage it shares (RESHAPE, SQUEEZE).
     private(set) var aliases: [Int: Int] = [:]
     var op: OperatorInfo!
+    /// True when kernels are made only to check the model and learn its shapes
+    /// (``Interpreter/check(_:)``): they skip work only running needs (converting weights,
+    /// broadcast tables) and are never run.
+    let isCheckingOnly: Bool
 
-    init(model: Model, graph: Subgraph) {
+    init(model: Model, graph: Subgraph, isCheckingOnly: Bool = false) {
         self.model = model
         self.graph = graph
         self.shapes = graph.tensors.map(\.shape)
+        self.isCheckingOnly = isCheckingOnly
+    }
+
+    /// Throws unless `tensor` is a constant (weights a checking-only kernel does not read).
+    func requireConstant(_ tensor: Int) throws {
+        guard info(tensor).isConstant else { throw fail("tensor \"\(info(tensor).name)\" must be constant") }
     }
 
     func info(_ tensor: Int) -> TensorInfo { graph.tensors[tensor] }
@@ -69,18 +79,21 @@ final class PrepareContext {
 
     /// Float weights of a constant: float32 as stored, or int8/uint8 dequantized with their
     /// per-tensor or per-channel scales (the weights of hybrid models, whose activations are float).
+    /// Checked but empty when the context only checks.
     func floatWeights(_ tensor: Int) throws -> [Float] {
+        try requireConstant(tensor)
         switch type(tensor) {
         case .float32:
-            return try constant(tensor, as: Float.self)
+            return isCheckingOnly ? [] : try constant(tensor, as: Float.self)
         case .int8, .uint8:
             guard let q = quantization(tensor), !q.scales.isEmpty else { throw fail("weights \"\(info(tensor).name)\" have no quantization") }
-            let values: [Float] = type(tensor) == .int8 ? try constant(tensor, as: Int8.self).map(Float.init)
-                                                          : try constant(tensor, as: UInt8.self).map(Float.init)
             let dims = shape(tensor)
             guard q.scales.count == 1 || (q.quantizedDimension < dims.count && dims[q.quantizedDimension] == q.scales.count) else {
                 throw fail("weights \"\(info(tensor).name)\" have \(q.scales.count) scales for shape \(dims)")
             }
+            guard !isCheckingOnly else { return [] }
+            let values: [Float] = type(tensor) == .int8 ? try constant(tensor, as: Int8.self).map(Float.init)
+                                                          : try constant(tensor, as: UInt8.self).map(Float.init)
             // Elements along the quantized axis repeat every `inner` values.
             let inner = dims.dropFirst(q.quantizedDimension + 1).reduce(1, *)
             let zeroPoints = q.zeroPoints.map(Float.init)

@@ -41,7 +41,8 @@ public struct ModelReport: Sendable, Codable {
     /// Advice for running the model as a detector.
     public var advice: [String]
 
-    /// Inspects `model`, preparing it on the reference backend to learn whether it runs.
+    /// Inspects `model`, checking it on the reference backend (``Interpreter/check(_:)``) to learn
+    /// whether it runs.
     public init(model: Model) {
         let graph = model.subgraph
         version = model.version
@@ -57,8 +58,7 @@ public struct ModelReport: Sendable, Codable {
 
         var shapes = graph.tensors.map(\.shape)
         do {
-            let interpreter = try Interpreter(model: model, options: .init(threadCount: 1, backend: .reference))
-            shapes = graph.tensors.indices.map { interpreter.shape(ofTensor: $0) }
+            shapes = try Interpreter.check(model)
             runnable = true
             problem = nil
         } catch {

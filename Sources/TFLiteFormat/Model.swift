@@ -35,7 +35,8 @@ public final class Model: Sendable {
     ///
     /// - Throws: ``ModelFormatError`` for malformed content; Foundation's error when the file cannot be read.
     public convenience init(contentsOf url: URL) throws {
-        try self.init(bytes: [UInt8](try Data(contentsOf: url)))
+        // Mapped, then copied once into the array (not read into a buffer and copied again).
+        try self.init(bytes: [UInt8](try Data(contentsOf: url, options: .alwaysMapped)))
     }
 
     /// Parses a model from its bytes.

@@ -16,6 +16,7 @@ struct AlbumCommand: ParsableCommand {
 
     struct Prune: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "prune",
             abstract: "Delete clips by age or to bring the album under a size (oldest first).",
             discussion: """
                 Each deleted clip goes with its thumbnail, snapshot and index row. Clips being recorded \
@@ -50,7 +51,7 @@ struct AlbumCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the album's clips, oldest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Print the album's clips, oldest first.")
 
         @Argument(help: "The album folder.")
         var album: String
@@ -74,6 +75,7 @@ struct AlbumCommand: ParsableCommand {
 
     struct Repair: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "repair",
             abstract: "Index clips a killed or failed run left without an index row, remove unreadable ones.",
             discussion: """
                 Clips that can be decoded are indexed as incomplete, with their real duration, frame \

@@ -5,6 +5,7 @@ import TFLiteFormat
 
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "bench",
         abstract: "Time invoke() of a model: loads once, warms up, prints min / median / p90 in ms.",
         discussion: """
             The input is the given .npy file, or a fixed pseudo-random pattern. Only invoke() is timed.

@@ -100,6 +100,7 @@ struct DetectorOptions: ParsableArguments {
 
 struct Detect: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "detect",
         abstract: "Find objects in pictures and print them, optionally saving annotated copies.",
         discussion: """
             Reads JPEG, PNG, BMP and WebP (a JPEG's EXIF orientation is applied, so boxes refer to the \

@@ -122,6 +122,7 @@ struct FacesCommand: ParsableCommand {
 
     struct Enroll: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "enroll",
             abstract: "Add a person's face from one or more photos (the largest face of each, or every face with --all).",
             discussion: """
                 Examples:
@@ -174,6 +175,7 @@ struct FacesCommand: ParsableCommand {
 
     struct Identify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "identify",
             abstract: "Name the faces in pictures (unknown when no enrolled person is within --threshold).",
             discussion: """
                 With --json, one object per picture per line: {"image", "width", "height", "faces": [{"box": \
@@ -268,6 +270,7 @@ struct FacesCommand: ParsableCommand {
 
     struct Compare: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "compare",
             abstract: "Say whether the largest faces of two photos are one person, with their distance.",
             discussion: "Example:\n  spotter faces compare a.jpg b.jpg --embedder mobile_face_net.tflite")
 
@@ -290,7 +293,7 @@ struct FacesCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the people in the gallery.", discussion: "Example:\n  spotter faces list")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the people in the gallery.", discussion: "Example:\n  spotter faces list")
 
         @Option(help: "The gallery file (default: $XDG_DATA_HOME/spotter/faces.sqlite, else ~/.local/share/spotter/faces.sqlite).")
         var gallery: String?

@@ -5,6 +5,7 @@ import TFLiteFormat
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "inspect",
         abstract: "Describe a .tflite model: tensors, operators, metadata, and whether Spotter can run it.",
         discussion: """
             Examples:

@@ -139,6 +139,7 @@ private func remove(_ reference: String, flags: StoreFlags) throws {
 
 struct Models: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "models",
         abstract: "List, download and remove models in the local cache.",
         discussion: """
             A model is found in this order: an existing file path; the cache ($XDG_CACHE_HOME/spotter, \
@@ -157,6 +158,7 @@ struct Models: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "Show the catalog's models: name, size, cached or not, license.",
             discussion: "Example:\n  spotter models list --json")
         @Flag(help: "One JSON object per model.") var json = false
@@ -166,6 +168,7 @@ struct Models: ParsableCommand {
 
     struct Pull: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pull",
             abstract: "Download a model into the cache (a catalog name or an http(s) URL) and print its path.",
             discussion: "Example:\n  spotter models pull coco-ssd-mobilenet-v1")
         @Argument(help: "A catalog name or URL.") var name: String
@@ -176,6 +179,7 @@ struct Models: ParsableCommand {
 
     struct Path: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "path",
             abstract: "Print the local path of a model, downloading it first if needed and allowed.",
             discussion: "Example:\n  spotter detect photo.jpg --model \"$(spotter models path efficientdet-lite0)\"")
         @Argument(help: "A catalog name, URL or file.") var name: String
@@ -195,6 +199,7 @@ struct Models: ParsableCommand {
 
 struct Samples: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "samples",
         abstract: "List and download sample videos (Intel's IoT sample videos, CC-BY 4.0).",
         discussion: """
             `video` and `record` also accept a sample's name as their input and download it on first use.
@@ -207,7 +212,7 @@ struct Samples: ParsableCommand {
         subcommands: [List.self, Pull.self, Remove.self])
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the sample videos: name, size, cached or not, license.",
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Show the sample videos: name, size, cached or not, license.",
                                                         discussion: "Example:\n  spotter samples list")
         @Flag(help: "One JSON object per video.") var json = false
         @OptionGroup var store: StoreFlags
@@ -215,7 +220,7 @@ struct Samples: ParsableCommand {
     }
 
     struct Pull: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Download a sample video into the cache and print its path.",
+        static let configuration = CommandConfiguration(commandName: "pull", abstract: "Download a sample video into the cache and print its path.",
                                                         discussion: "Example:\n  spotter samples pull one-by-one-person-detection")
         @Argument(help: "A sample name.") var name: String
         @Flag(help: "Download again even if cached.") var force = false

@@ -14,6 +14,7 @@ enum RecordTrigger: String, ExpressibleByArgument, CaseIterable {
 
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "record",
         abstract: "Record a clip whenever a person (or another class) appears, into an album.",
         discussion: """
             A clip starts at the first frame with a matching detection and stops once --post-roll \

@@ -7,6 +7,7 @@ extension Interpreter.Options.Backend: ExpressibleByArgument {}
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a model on NumPy inputs and write its outputs as .npy files.",
         discussion: """
             Inputs are fed in order; every output, and every tensor named with --tensor, is written to \

@@ -75,6 +75,7 @@ func reportProgress(_ bar: ProgressBar, _ stats: PipelineStats, info: VideoReade
 
 struct Video: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "video",
         abstract: "Write a video with the detections drawn on every frame.",
         discussion: """
             Reads files (mp4, mov, mkv, avi, webm), network streams (rtsp, http(s), udp/rtp, hls) and \

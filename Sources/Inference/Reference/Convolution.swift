@@ -86,6 +86,9 @@ func convolutionRequantization(_ ctx: PrepareContext, input: Int, filter: Int, o
     guard !perChannel || filterQ.scales.count == channels else {
         throw ctx.fail("filter has \(filterQ.scales.count) scales for \(channels) output channels")
     }
+    guard filterQ.zeroPoints.count == filterQ.scales.count else {
+        throw ctx.fail("filter has \(filterQ.scales.count) scales but \(filterQ.zeroPoints.count) zero points")
+    }
     var multipliers: [FixedPoint.Multiplier] = []
     for channel in 0..<channels {
         let filterScale = filterQ.scales[perChannel ? channel : 0]
@@ -133,16 +136,36 @@ final class QuantizedConvolution: Kernel {
         let (requant, filterZeros) = try convolutionRequantization(
             ctx, input: input, filter: filterTensor, output: output, channels: channels, activation: options.activation)
         self.requant = requant
+        bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : Array(repeating: 0, count: channels)
+        guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+        guard !ctx.isCheckingOnly else {
+            try ctx.requireConstant(filterTensor)
+            filter = []
+            return
+        }
         let raw: [Int32] = isSigned
             ? try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
             : try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
+        // Channels are the last axis of a depthwise filter and the first of a regular one. Plain
+        // loops over whole rows: millions of weights, and `inspect` prepares every kernel.
         let perChannelStride = depthwise ? 1 : fShape[1] * fShape[2] * fShape[3]
-        filter = raw.enumerated().map { index, value in
-            let channel = depthwise ? index % channels : index / perChannelStride
-            return value - filterZeros[channel]
+        guard channels > 0, depthwise ? raw.count % channels == 0 : raw.count == channels * perChannelStride else {
+            throw ctx.fail("filter has \(raw.count) weights for \(channels) channels")
         }
-        bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : Array(repeating: 0, count: channels)
-        guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+        var offsetFilter = raw
+        offsetFilter.withUnsafeMutableBufferPointer { weights in
+            if depthwise {
+                for row in stride(from: 0, to: weights.count, by: channels) {
+                    for channel in 0..<channels { weights[row + channel] &-= filterZeros[channel] }
+                }
+            } else {
+                for channel in 0..<channels {
+                    let zero = filterZeros[channel], start = channel * perChannelStride
+                    for index in start..<(start + perChannelStride) { weights[index] &-= zero }
+                }
+            }
+        }
+        filter = offsetFilter
     }
 
     func run(_ memory: TensorMemory) {
@@ -265,10 +288,10 @@ final class FloatConvolution: Kernel {
         geometry = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
         depthMultiplier = depthwise ? geometry.depthMultiplier : 1
         let channels = geometry.outputChannels
-        filter = try ctx.floatWeights(filterTensor)
+        clamp = FixedPoint.activationRange(options.activation)
         bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: channels)
         guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
-        clamp = FixedPoint.activationRange(options.activation)
+        filter = try ctx.floatWeights(filterTensor)
     }
 
     func run(_ memory: TensorMemory) {
@@ -344,8 +367,9 @@ final class FullyConnected: Kernel {
         let inShape = ctx.shape(input)
         try ctx.setShape(output, keepNumDims ? Array(inShape.dropLast()) + [units] : [batches, units])
         clamp = FixedPoint.activationRange(activation)
+        try ctx.requireConstant(filterTensor)
         if type == .float32 {
-            floatFilter = try ctx.constant(filterTensor, as: Float.self)
+            floatFilter = ctx.isCheckingOnly ? [] : try ctx.constant(filterTensor, as: Float.self)
             floatBias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: units)
             filter = []
             bias = []
@@ -356,7 +380,7 @@ final class FullyConnected: Kernel {
                 ctx, input: input, filter: filterTensor, output: output, channels: units, activation: activation)
             self.requant = requant
             inputOffset = -(try ctx.quantized(input)).zeroPoint
-            let values: [Int32] = ctx.type(filterTensor) == .uint8
+            let values: [Int32] = ctx.isCheckingOnly ? [] : ctx.type(filterTensor) == .uint8
                 ? try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
                 : try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
             let perUnit = fShape[1]

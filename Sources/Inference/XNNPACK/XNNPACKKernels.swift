@@ -235,7 +235,7 @@ enum XNNPACKKernels {
     private static func subtract(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation) throws -> Kernel? {
         let a = ctx.input(0), b = ctx.input(1), output = ctx.output(0)
         guard ctx.op.inputs.count == 2, ctx.type(b) == .float32, ctx.type(output) == .float32, ctx.shape(a).count <= 6, ctx.shape(b).count <= 6,
-              let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b)) else { return nil }
+              let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b), tables: false) else { return nil }
         try ctx.setShape(output, broadcast.outputShape)
         let shapeA = ctx.shape(a), shapeB = ctx.shape(b)
         let range = FixedPoint.activationRange(activation)
@@ -251,7 +251,7 @@ enum XNNPACKKernels {
         let a = ctx.input(0), b = ctx.input(1), output = ctx.output(0)
         let type = ctx.type(a)
         guard ctx.op.inputs.count == 2, ctx.type(b) == type, ctx.shape(a).count <= 6, ctx.shape(b).count <= 6,
-              let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b)) else { return nil }
+              let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b), tables: false) else { return nil }
         try ctx.setShape(output, broadcast.outputShape)
         let shapeA = ctx.shape(a), shapeB = ctx.shape(b)
         switch type {
