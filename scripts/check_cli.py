@@ -35,6 +35,21 @@ check(ops.get("CONV_2D") == (34, True) and ops.get("TFLite_Detection_PostProcess
 check(report["inputs"][0]["shape"] == [1, 300, 300, 3] and report["inputs"][0]["type"] == "uint8", "inspect describes the input")
 check(report["detectionLayout"] == "SSD with post-processing: boxes, classes, scores, count", "inspect recognizes the SSD layout")
 
+
+def loaded_libraries(*arguments):
+    """The shared objects the dynamic loader opens while spotter runs `arguments`."""
+    run = subprocess.run([spotter, *arguments], capture_output=True, text=True, env={**os.environ, "LD_DEBUG": "files"})
+    return run.returncode, {line.split("file=")[1].split()[0] for line in run.stderr.splitlines() if "file=" in line}
+
+
+code, inspected = loaded_libraries("inspect", model)
+jpeg = os.path.join(os.path.dirname(root), "shared", "images", "faces", "obama.jpg")
+code_jpeg, detected = loaded_libraries("detect", jpeg, "--model", model, "--json")
+code_png, detected_png = loaded_libraries("detect", os.path.join(os.path.dirname(root), "shared", "images", "coffee.png"), "--model", model, "--json")
+check(code == 0 and code_jpeg == 0 and not any("libav" in name for name in inspected | detected),
+      "inspect and detect on a JPEG never load FFmpeg's libraries (start-up cost)")
+check(code_png == 0 and any(name.startswith("libavformat") for name in detected_png), "detect on a PNG loads FFmpeg when it needs it")
+
 with tempfile.TemporaryDirectory() as out:
     name = "astronaut"
     inputs = os.path.join(root, "fixtures-generated", "detect", "inputs", name + ".npy")
@@ -225,6 +240,14 @@ with tempfile.TemporaryDirectory() as out:
     known = subprocess.run([spotter, "record", clip, "--album", os.path.join(out, "known"), "--faces", gallery,
                             "--trigger", "unknown-face", "--model", model, "--json"], capture_output=True, text=True, env=env)
     check(known.returncode == 0 and '"clip_finished"' not in known.stdout, "record --trigger unknown-face records nothing when everyone is known")
+    bad_config = os.path.join(out, "bad-serve.json")
+    with open(bad_config, "w") as f:
+        json.dump({"webhooks": ["ftp://example.com/hook"]}, f)
+    refused = subprocess.run([spotter, "serve", "--album", os.path.join(out, "never"), "--config", bad_config, "--model", "/nonexistent.tflite"],
+                             capture_output=True, text=True, env=env)
+    check(refused.returncode != 0 and "webhook ftp://example.com/hook is not an http(s) URL" in refused.stderr
+          and "nonexistent" not in refused.stderr and "spotter serve" in refused.stderr,
+          "serve checks its config file's webhooks before loading a model, with its own usage line")
     # The server names people too: a looping source of the same clip, detection events read from its SSE stream.
     with socket.socket() as probe_socket:
         probe_socket.bind(("127.0.0.1", 0))

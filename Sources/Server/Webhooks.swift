@@ -48,17 +48,25 @@ public enum WebhookError: Error, Equatable, Sendable, CustomStringConvertible {
 /// posted (without retries past the first failure).
 struct WebhookService: Service {
     let options: WebhookOptions
-    let events: EventHub
     let logger: Logger
     let counters: WebhookCounters
+    /// Taken when the service is made, before any source starts, so that no clip finished while
+    /// the service group starts up is missed. Ends when the hub finishes every stream, after the
+    /// sources have stopped at shutdown.
+    private let clips: AsyncStream<EventHub.Message>
+
+    init(options: WebhookOptions, events: EventHub, logger: Logger, counters: WebhookCounters) {
+        self.options = options
+        self.logger = logger
+        self.counters = counters
+        clips = events.subscribe(types: ["clip_finished"]).stream
+    }
 
     /// Runs until the event hub ends its streams; the application adds it only with URLs (a
     /// service that returns early would stop the whole service group).
     func run() async throws {
         let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
-        // Ends when the hub finishes every stream, after the sources have stopped at shutdown.
-        let (_, stream) = events.subscribe(types: ["clip_finished"])
         await withTaskGroup(of: Void.self) { group in
             // One queue per URL, so a URL that is down only delays its own deliveries.
             var queues: [AsyncStream<Data>.Continuation] = []
@@ -69,7 +77,7 @@ struct WebhookService: Service {
                     for await body in queue { await deliver(body, to: url, session: session) }
                 }
             }
-            for await message in stream {
+            for await message in clips {
                 for queue in queues { queue.yield(message.json) }
             }
             for queue in queues { queue.finish() }

@@ -8,6 +8,7 @@ import Server
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve live sources, the album and detection over HTTP: pages, a JSON API, events.",
         discussion: """
             Pages: /live (every source's picture with boxes, a recording indicator, fps, inference \
@@ -72,6 +73,19 @@ struct Serve: AsyncParsableCommand {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1...65535") }
         guard maxUploadMib >= 1 else { throw ValidationError("--max-upload-mib must be at least 1") }
         guard (keepDays ?? 1) > 0, (keepGib ?? 1) > 0 else { throw ValidationError("--keep-days and --keep-gib must be positive") }
+        // Before anything loads (or downloads) a model.
+        _ = try configFileAndWebhooks()
+    }
+
+    /// The config file (empty without --config) and every webhook URL, checked.
+    func configFileAndWebhooks() throws -> (file: ConfigFile, webhooks: [URL]) {
+        let file = try config.map(Self.read(config:)) ?? ConfigFile()
+        let urls = try ((file.webhooks ?? []) + webhook).map { text in
+            guard let url = URL(string: text) else { throw ValidationError("webhook \(text) is not a URL") }
+            return url
+        }
+        do { try WebhookOptions(urls: urls).validate() } catch { throw ValidationError("\(error)") }
+        return (file, urls)
     }
 
     func run() async throws {
@@ -84,12 +98,9 @@ struct Serve: AsyncParsableCommand {
                                                 host: host, port: port, token: token)
         configuration.maxUploadBytes = maxUploadMib << 20
         configuration.retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
-        let file = try config.map(Self.read(config:)) ?? ConfigFile()
+        let (file, webhooks) = try configFileAndWebhooks()
         configuration.sources = file.sources ?? []
-        configuration.webhooks.urls = try ((file.webhooks ?? []) + webhook).map { text in
-            guard let url = URL(string: text) else { throw ValidationError("webhook \(text) is not a URL") }
-            return url
-        }
+        configuration.webhooks.urls = webhooks
         let store = try detector.store.makeStore()
         if faceFlags.faces != nil {
             // One single-threaded namer per detector; each runs while its frame holds a detector.
