@@ -62,27 +62,27 @@ static void *resolve(int library, const char *name) {
     return address;
 }
 
-// Defines `name` with the header's signature; the first call looks up FFmpeg's function, every
-// call forwards to it. The compiler checks each definition against the header's declaration.
+// The address of `name`, looked up on the first call through `cached` and kept there.
+static inline void *cached_symbol(_Atomic(void *) *cached, int library, const char *name) {
+    void *address = atomic_load_explicit(cached, memory_order_acquire);
+    if (!address) {
+        address = resolve(library, name);
+        atomic_store_explicit(cached, address, memory_order_release);
+    }
+    return address;
+}
+
+// Defines `name` with the header's signature, forwarding every call to FFmpeg's function. The
+// compiler checks each definition against the header's declaration.
 #define FORWARD(library, result, name, parameters, arguments)                                        \
     result name parameters {                                                                         \
         static _Atomic(void *) cached;                                                               \
-        void *address = atomic_load_explicit(&cached, memory_order_acquire);                         \
-        if (!address) {                                                                              \
-            address = resolve(library, #name);                                                       \
-            atomic_store_explicit(&cached, address, memory_order_release);                           \
-        }                                                                                            \
-        return ((result(*) parameters)address)arguments;                                             \
+        return ((result(*) parameters)cached_symbol(&cached, library, #name))arguments;              \
     }
 #define FORWARD_VOID(library, name, parameters, arguments)                                           \
     void name parameters {                                                                           \
         static _Atomic(void *) cached;                                                               \
-        void *address = atomic_load_explicit(&cached, memory_order_acquire);                         \
-        if (!address) {                                                                              \
-            address = resolve(library, #name);                                                       \
-            atomic_store_explicit(&cached, address, memory_order_release);                           \
-        }                                                                                            \
-        ((void (*) parameters)address)arguments;                                                     \
+        ((void (*) parameters)cached_symbol(&cached, library, #name))arguments;                      \
     }
 
 // libavutil
