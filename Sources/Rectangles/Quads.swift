@@ -160,7 +160,9 @@ struct QuadFinder {
                         let t = (Double(step) + 0.5) / Double(count)
                         let px = a.x + dx * t, py = a.y + dy * t
                         var hit = false
-                        for offset in [0.0, -1.0, 1.0] {
+                        // On the side, then one pixel either side of it.
+                        for k in 0..<3 {
+                            let offset = k == 0 ? 0.0 : k == 1 ? -1.0 : 1.0
                             // Nearest pixel; points off the picture have no edge.
                             let fx = px + nx * offset + 0.5, fy = py + ny * offset + 0.5
                             guard fx >= 0, fy >= 0, fx < Double(w), fy < Double(h) else { continue }
