@@ -119,6 +119,16 @@ with tempfile.TemporaryDirectory() as out:
     check("clip_started" in kinds and finished and kinds[-1] == "finished", "record --json reports clip_started, clip_finished, finished")
     check(all(os.path.exists(os.path.join(album, e["path"])) and os.path.exists(os.path.join(album, e["thumbnail"])) for e in finished),
           "record writes each clip and its thumbnail into the album")
+    import datetime
+    import sqlite3
+    with sqlite3.connect(os.path.join(album, "index.sqlite")) as index:
+        rows = index.execute("SELECT clip, created_at FROM clips").fetchall()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    created = [datetime.datetime.strptime(c, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc) for _, c in rows]
+    named = [datetime.datetime.strptime(os.path.basename(clip).split("-")[0], "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+             for clip, _ in rows]
+    check(len(rows) == len(finished) and all(abs((now - t).total_seconds()) < 600 for t in created + named),
+          "the album stores each clip's UTC creation time as ISO 8601 and names clips by the UTC time of the run")
     started = [e["path"] for e in events if e["event"] == "clip_started"]
     check(started == [e["path"] for e in finished] and all(os.path.isabs(p) for p in started),
           "record's clip_started and clip_finished name each clip by the same absolute path")

@@ -176,11 +176,7 @@ public final class Album: @unchecked Sendable {
         } catch {
             throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
-        runStamp = formatter.string(from: Date())
+        runStamp = UTCTime.compact(Date())
     }
 
     /// The clips table, and the `incomplete` column albums made before it lack.
@@ -212,7 +208,7 @@ public final class Album: @unchecked Sendable {
         while true {
             lock.lock()
             sequence += 1
-            let stem = "\(runStamp)-\(String(format: "%03d", sequence))"
+            let stem = "\(runStamp)-\(UTCTime.pad(sequence, 3))"
             lock.unlock()
             let clip = "clips/\(stem).mp4"
             let path = directory.appendingPathComponent(clip).path
@@ -323,11 +319,10 @@ public final class Album: @unchecked Sendable {
     @discardableResult
     public func prune(_ retention: Retention, now: Date = Date()) throws -> [ClipEntry] {
         let all = try clips()
-        let parser = ISO8601DateFormatter()
         var deleted: [ClipEntry] = []
         var kept: [(entry: ClipEntry, bytes: Int)] = []
         for entry in all {
-            if let maxAge = retention.maxAge, let created = parser.date(from: entry.createdAt), now.timeIntervalSince(created) > maxAge {
+            if let maxAge = retention.maxAge, let created = UTCTime.parseISO8601(entry.createdAt), now.timeIntervalSince(created) > maxAge {
                 if let id = entry.id, try delete(id: id) { deleted.append(entry) }
             } else {
                 kept.append((entry, bytes(of: entry)))
@@ -426,7 +421,7 @@ public final class Album: @unchecked Sendable {
     }
 
     static func timestamp() -> String {
-        ISO8601DateFormatter().string(from: Date())
+        UTCTime.iso8601(Date())
     }
 
     /// One sentence for a Foundation or SQLite error.
