@@ -284,10 +284,25 @@ with tempfile.TemporaryDirectory() as out:
                     break
     except OSError as error:
         print(f"serve --faces: {error}")
+    named_upload, deepstack = None, None
+    try:
+        picture = open(os.path.join(faces_dir, "two_people.jpg"), "rb").read()
+        upload = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/detect?classes=person", data=picture,
+                                        headers={"Content-Type": "image/jpeg"})
+        named_upload = json.load(urllib.request.urlopen(upload, timeout=60))
+        upload = urllib.request.Request(f"http://127.0.0.1:{port}/v1/vision/detection", data=picture,
+                                        headers={"Content-Type": "image/jpeg"})
+        deepstack = json.load(urllib.request.urlopen(upload, timeout=60))
+    except OSError as error:
+        print(f"serve --faces detect: {error}")
     server.send_signal(signal.SIGTERM)
     server_rc = server.wait(timeout=30)
     check(len(served) == 5 and all([name for _, name in people] == ["Obama", "Biden"] for people in served),
           f"serve --faces names Obama and Biden in the live detection events ({served[:1]})")
+    uploaded_names = sorted(d["identity"]["name"] for d in (named_upload or {}).get("detections", []) if d.get("identity"))
+    deepstack_names = sorted(p["userid"] for p in (deepstack or {}).get("predictions", []) if "userid" in p)
+    check(uploaded_names == ["Biden", "Obama"] and deepstack_names == ["Biden", "Obama"],
+          f"serve --faces names the people of an uploaded picture on /api/v1/detect and DeepStack's endpoint ({uploaded_names}, {deepstack_names})")
     check(server_rc == 0, "serve --faces stops on SIGTERM with exit 0")
     noface = faces("enroll", "Cup", os.path.join(shared, "images", "coffee.png"))
     check(noface.returncode != 0 and "no face found" in noface.stderr, "faces enroll says when a photo has no face")

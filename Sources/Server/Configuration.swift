@@ -39,7 +39,8 @@ public struct ServerConfiguration: Sendable {
     public var retention = Retention()
     /// URLs that get each `clip_finished` event as a JSON POST, with retries. Default none.
     public var webhooks = WebhookOptions()
-    /// Runs on every source frame's detections while its detector is held. Default none.
+    /// Runs on the detections of every source frame and detect request while its detector is held
+    /// (`serve --faces` names people with it). Default none.
     public var refine: DetectionRefiner?
     /// The sample videos of the demo page (the CLI's model store). Default none: the page says so.
     public var samples: (any SampleLibrary)?

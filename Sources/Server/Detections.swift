@@ -6,6 +6,9 @@ import Imaging
 /// turns on one single-threaded detector per core, so neither oversubscribes the cores.
 struct DetectionService: Sendable {
     let pool: DetectorPool
+    /// Runs on each request's kept detections while its detector is held (`serve --faces` names
+    /// people), as it does on source frames. Default none.
+    var refine: DetectionRefiner?
 
     /// The lowest score any request or source may ask for; each filters above it.
     static let floorThreshold: Float = 0.05
@@ -23,10 +26,13 @@ struct DetectionService: Sendable {
     /// Detects objects in an uploaded picture, keeping those at or above `threshold` whose label is
     /// in `classes` (all when nil).
     func detect(_ image: Image, threshold: Float, classes: Set<String>?) async throws -> DetectionResult {
-        var result = try await pool.withDetector { try $0.detect(image) }
-        result.detections = result.detections.filter { d in
-            d.score >= threshold && (classes.map { $0.contains(d.label.lowercased()) } ?? true)
+        try await pool.withDetector { detector in
+            var result = try detector.detect(image)
+            result.detections = result.detections.filter { d in
+                d.score >= threshold && (classes.map { $0.contains(d.label.lowercased()) } ?? true)
+            }
+            if let refine { result.detections = try refine(result.detections, image) }
+            return result
         }
-        return result
     }
 }

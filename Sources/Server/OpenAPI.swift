@@ -128,13 +128,13 @@ enum OpenAPI {
             "/api/v1/detect": ["post": [
                 "summary": "Detect objects in a picture: the object `spotter detect --json` prints",
                 "parameters": detectParameters, "requestBody": picture,
-                "responses": ["200": response("{image, width, height, timings_ms, detections: [{label, class_id, score, box}]}"),
+                "responses": ["200": response("{image, width, height, timings_ms, detections: [{label, class_id, score, box, identity (serve --faces: {name, distance})}]}"),
                               "400": error, "413": error, "415": error, "422": error, "401": unauthorized],
             ]],
             "/v1/vision/detection": ["post": [
                 "summary": "DeepStack-compatible detection (Frigate, Home Assistant, Blue Iris)",
                 "parameters": detectParameters, "requestBody": picture,
-                "responses": ["200": response("{success, predictions: [{label, confidence, x_min, y_min, x_max, y_max}], duration}"),
+                "responses": ["200": response("{success, predictions: [{label, confidence, x_min, y_min, x_max, y_max, userid (serve --faces: a name or unknown)}], duration}"),
                               "400": error, "413": error, "415": error, "422": error, "401": unauthorized],
             ]],
         ]

@@ -23,7 +23,8 @@ struct Routes: Sendable {
     init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
         album = try Album(directory: configuration.album)
-        detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector))
+        detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector),
+                                     refine: configuration.refine)
         let events = EventHub()
         sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput)
         downloads = configuration.samples.map { SampleDownloads(library: $0, events: events) }
@@ -253,8 +254,13 @@ struct Routes: Sendable {
         let result = try await detection.detect(picture, threshold: threshold, classes: classes)
         if deepStack {
             let predictions: [[String: Any]] = result.detections.map { d in
-                ["label": d.label, "confidence": Double(d.score), "x_min": Int(d.box.minX.rounded()), "y_min": Int(d.box.minY.rounded()),
-                 "x_max": Int(d.box.maxX.rounded()), "y_max": Int(d.box.maxY.rounded())]
+                var prediction: [String: Any] = [
+                    "label": d.label, "confidence": Double(d.score), "x_min": Int(d.box.minX.rounded()), "y_min": Int(d.box.minY.rounded()),
+                    "x_max": Int(d.box.maxX.rounded()), "y_max": Int(d.box.maxY.rounded()),
+                ]
+                // DeepStack's face recognition names people in `userid` ("unknown" for a stranger).
+                if let identity = d.identity { prediction["userid"] = identity.name ?? "unknown" }
+                return prediction
             }
             return jsonResponse(["success": true, "predictions": predictions, "duration": Int(Date().timeIntervalSince(start) * 1000)])
         }
