@@ -24,6 +24,9 @@ public final class ClipSession: @unchecked Sendable {
         public var frameRate: Double = 25
         /// libx264 preset. Default `ultrafast`.
         public var preset = "ultrafast"
+        /// Which detections make a frame match (open or keep a clip); all of a frame's detections
+        /// are still drawn. Default nil: any detection.
+        public var triggers: (@Sendable (Detection) -> Bool)?
 
         public init(policy: ClipRecorder<DetectedFrame>.Policy = .init(), drawBoxes: Bool = true, frameRate: Double = 25, preset: String = "ultrafast") {
             self.policy = policy
@@ -64,13 +67,15 @@ public final class ClipSession: @unchecked Sendable {
         recorder = ClipRecorder(policy: options.policy)
     }
 
-    /// Feeds one detected frame (in order). A frame matches when it has any detection.
+    /// Feeds one detected frame (in order). A frame matches when it has a detection that
+    /// `options.triggers` accepts (any detection without it).
     ///
     /// - Throws: ``MediaError`` or ``AlbumError`` when a clip cannot be written (a full disk); the
     ///   clip so far is then indexed as incomplete (or removed if nothing of it is readable) before
     ///   the error is thrown, so the album stays consistent.
     public func consume(_ item: DetectedFrame) throws {
-        let matched = !(item.detections ?? []).isEmpty
+        let detections = item.detections ?? []
+        let matched = options.triggers.map { detections.contains(where: $0) } ?? !detections.isEmpty
         do {
             try perform(recorder.feed(item, time: item.frame.time, matched: matched))
         } catch {

@@ -20,15 +20,23 @@ public struct SourceSpec: Codable, Sendable, Equatable {
     public var realtime: Bool?
     /// Start a file again at its end (a demo camera that never ends). Default false.
     public var loop: Bool?
+    /// What records: `detection` (any detection of `classes`, the default) or `unknown-face` (a
+    /// person whose face matches no one in the gallery; needs `serve --faces`).
+    public var trigger: String?
 
-    public init(input: String, record: Bool? = nil, classes: [String]? = nil, threshold: Float? = nil, realtime: Bool? = nil, loop: Bool? = nil) {
+    public init(input: String, record: Bool? = nil, classes: [String]? = nil, threshold: Float? = nil, realtime: Bool? = nil, loop: Bool? = nil,
+                trigger: String? = nil) {
         self.input = input
         self.record = record
         self.classes = classes
         self.threshold = threshold
         self.realtime = realtime
         self.loop = loop
+        self.trigger = trigger
     }
+
+    /// Whether only strangers' faces open clips.
+    var recordsStrangersOnly: Bool { trigger == "unknown-face" }
 
     /// - Throws: a message for the API's 400 answer.
     func validate() throws {
@@ -38,6 +46,9 @@ public struct SourceSpec: Codable, Sendable, Equatable {
         if let threshold, !(0.05...1).contains(threshold) { throw SpecError("threshold must be between 0.05 and 1") }
         if let classes, classes.count > 100 || classes.contains(where: { $0.isEmpty || $0.count > 100 }) {
             throw SpecError("classes must be up to 100 non-empty labels")
+        }
+        if let trigger, !["detection", "unknown-face"].contains(trigger) {
+            throw SpecError("trigger must be detection or unknown-face")
         }
     }
 
@@ -113,7 +124,12 @@ final class LiveSource: @unchecked Sendable {
             var recorder: ClipSession?
             if spec.record ?? true {
                 do {
-                    recorder = try ClipSession(album: album, source: albumSource, options: .init(frameRate: reader.info.frameRate ?? 25),
+                    var sessionOptions = ClipSession.Options(frameRate: reader.info.frameRate ?? 25)
+                    if spec.recordsStrangersOnly {
+                        // The live view still shows everyone; only strangers open and keep clips.
+                        sessionOptions.triggers = { $0.identity != nil && $0.identity?.name == nil }
+                    }
+                    recorder = try ClipSession(album: album, source: albumSource, options: sessionOptions,
                                                events: { [self] event in recorderEvent(event, events: events) })
                 } catch {
                     update(state: .failed, message: "\(error)", events: events)
@@ -349,6 +365,7 @@ final class SourceHub: @unchecked Sendable {
     /// - Throws: ``AddError``.
     func add(_ spec: SourceSpec) throws -> LiveSource {
         do { try spec.validate() } catch { throw AddError.invalid("\(error)") }
+        if spec.recordsStrangersOnly && refine == nil { throw AddError.invalid("trigger unknown-face needs spotter serve --faces GALLERY") }
         let path: String
         do { path = try resolve(spec.input) } catch { throw AddError.invalid("\(error)") }
         let source: LiveSource = try lock.withLock {

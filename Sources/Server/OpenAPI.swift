@@ -42,6 +42,8 @@ enum OpenAPI {
                                  "classes": ["type": "array", "items": ["type": "string"], "description": "labels to detect and record (default [\"person\"]; [] for all)"],
                                  "threshold": ["type": "number", "description": "lowest score, 0.05...1 (default 0.5)"],
                                  "realtime": ["type": "boolean", "description": "play a file at its own pace, as a camera (default false: a job as fast as possible)"],
+                                 "trigger": ["type": "string", "enum": ["detection", "unknown-face"],
+                                             "description": "what records: any detection of classes (default), or a stranger's face (serve --faces)"],
                                  "loop": ["type": "boolean", "description": "start a file again at its end (default false)"],
                              ],
                          ]]]],

@@ -85,6 +85,9 @@ struct Serve: AsyncParsableCommand {
             return url
         }
         do { try WebhookOptions(urls: urls).validate() } catch { throw ValidationError("\(error)") }
+        if faceFlags.faces == nil, let stranger = file.sources?.first(where: { $0.trigger == "unknown-face" }) {
+            throw ValidationError("--config source \(stranger.input) has \"trigger\": \"unknown-face\", which needs --faces GALLERY")
+        }
         return (file, urls)
     }
 

@@ -1,3 +1,4 @@
+import Detection
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -62,6 +63,52 @@ import TestSupport
             try await client.execute(uri: "/api/v1/sources", method: .get) { response in
                 let sources = try ServerFixtures.json(response.body)["sources"] as? [Any]
                 #expect(sources?.isEmpty == true)
+            }
+        }
+    }
+
+    /// `"trigger": "unknown-face"`: with a face namer that calls everyone a stranger the person
+    /// video records its clip; with one that knows everyone it records nothing (the detections are
+    /// the shared model's; only the names come from the double); without `--faces` the request is
+    /// refused.
+    @Test(arguments: [true, false])
+    func unknownFaceTriggerRecordsOnlyWhileAStrangerIsInView(strangers: Bool) async throws {
+        let album = try Self.emptyAlbum()
+        defer { try? FileManager.default.removeItem(at: album) }
+        var configuration = ServerFixtures.configuration(album: album)
+        configuration.refine = { detections, _ in
+            detections.map { detection in
+                var named = detection
+                named.identity = Detection.Identity(name: strangers ? nil : "Grace", distance: strangers ? 1.3 : 0.4)
+                return named
+            }
+        }
+        try await Application(router: try buildRouter(configuration: configuration)).test(.router) { client in
+            let id = try await client.execute(uri: "/api/v1/sources", method: .post, headers: [.contentType: "application/json"],
+                                              body: try Self.body(["input": Self.walk, "trigger": "unknown-face"])) { response in
+                #expect(response.status == .created)
+                return try #require(try ServerFixtures.json(response.body)["id"] as? String)
+            }
+            var status: [String: Any] = [:]
+            for _ in 0..<600 {
+                status = try await client.execute(uri: "/api/v1/sources/\(id)", method: .get) { try ServerFixtures.json($0.body) }
+                if ["finished", "failed"].contains(status["state"] as? String ?? "") { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(status["state"] as? String == "finished" && (status["processed"] as? Int ?? 0) > 0, "\(status)")
+            try await client.execute(uri: "/api/v1/album", method: .get) { response in
+                let clips = try #require(try ServerFixtures.json(response.body)["clips"] as? [[String: Any]])
+                #expect(clips.count == (strangers ? 1 : 0), "\(clips)")
+            }
+        }
+        try await ServerFixtures.application(album: album).test(.router) { client in
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: [.contentType: "application/json"],
+                                     body: try Self.body(["input": Self.walk, "trigger": "unknown-face"])) { response in
+                #expect(response.status == .badRequest && String(buffer: response.body).contains("needs spotter serve --faces"))
+            }
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: [.contentType: "application/json"],
+                                     body: try Self.body(["input": Self.walk, "trigger": "faces"])) { response in
+                #expect(response.status == .badRequest && String(buffer: response.body).contains("trigger must be detection or unknown-face"))
             }
         }
     }
