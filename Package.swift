@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
@@ -78,6 +79,8 @@ let package = Package(
             dependencies: [
                 "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `serve --config` reads YAML as well as JSON.
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .target(name: "TestSupport", dependencies: ["Inference", "Imaging"], path: "Tests/TestSupport"),

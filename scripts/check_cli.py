@@ -262,9 +262,10 @@ with tempfile.TemporaryDirectory() as out:
     with socket.socket() as probe_socket:
         probe_socket.bind(("127.0.0.1", 0))
         port = probe_socket.getsockname()[1]
-    config = os.path.join(out, "serve.json")
+    # The config file in YAML (the refusal above read JSON).
+    config = os.path.join(out, "serve.yaml")
     with open(config, "w") as f:
-        json.dump({"sources": [{"input": clip, "record": False, "realtime": True, "loop": True}]}, f)
+        f.write(f"sources:\n  - input: {json.dumps(clip)}\n    record: false\n    realtime: true\n    loop: true\n")
     server = subprocess.Popen([spotter, "serve", "--album", os.path.join(out, "served"), "--port", str(port), "--config", config,
                                "--faces", gallery, "--model", model], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     served, stream = [], None
@@ -298,7 +299,7 @@ with tempfile.TemporaryDirectory() as out:
     server.send_signal(signal.SIGTERM)
     server_rc = server.wait(timeout=30)
     check(len(served) == 5 and all([name for _, name in people] == ["Obama", "Biden"] for people in served),
-          f"serve --faces names Obama and Biden in the live detection events ({served[:1]})")
+          f"serve --faces with a YAML config names Obama and Biden in the live detection events ({served[:1]})")
     uploaded_names = sorted(d["identity"]["name"] for d in (named_upload or {}).get("detections", []) if d.get("identity"))
     deepstack_names = sorted(p["userid"] for p in (deepstack or {}).get("predictions", []) if "userid" in p)
     check(uploaded_names == ["Biden", "Obama"] and deepstack_names == ["Biden", "Obama"],

@@ -5,6 +5,7 @@ import Foundation
 import ModelStore
 import Pipeline
 import Server
+import Yams
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,11 +23,19 @@ struct Serve: AsyncParsableCommand {
             Blue Iris. Also /health and /metrics (Prometheus). Binds 127.0.0.1 unless --host says \
             otherwise, which needs --token. SIGINT and SIGTERM stop it gracefully.
 
-            A config file starts sources with the server and names webhooks (each finished clip \
-            is POSTed to them as JSON, retried with doubling delays until a 2xx answer):
+            A config file (JSON, or YAML) starts sources with the server and names webhooks \
+            (each finished clip is POSTed to them as JSON, retried with doubling delays until a \
+            2xx answer):
               {"sources": [{"input": "rtsp://cam.local/live", "record": true, "classes": ["person"]},
                            {"input": "demo.mp4", "realtime": true, "loop": true}],
                "webhooks": ["http://homeassistant.local:8123/api/webhook/spotter"]}
+            or the same in cameras.yaml:
+              sources:
+                - input: rtsp://cam.local/live
+                  classes: [person]
+                - {input: demo.mp4, realtime: true, loop: true}
+              webhooks:
+                - http://homeassistant.local:8123/api/webhook/spotter
 
             Examples:
               spotter serve --album ~/Clips
@@ -131,11 +140,19 @@ struct Serve: AsyncParsableCommand {
         var webhooks: [String]?
     }
 
+    /// JSON, or YAML (a `.yaml`/`.yml` file, or any file that does not start with `{`).
     static func read(config path: String) throws -> ConfigFile {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw ValidationError("--config \(path): \(error.localizedDescription)") }
-        do { return try JSONDecoder().decode(ConfigFile.self, from: data) } catch {
-            throw ValidationError("--config \(path) is not JSON like {\"sources\": [{\"input\": \"rtsp://cam/live\"}], \"webhooks\": [\"http://host/hook\"]}: \(error)")
+        let text = String(decoding: data, as: UTF8.self)
+        let isYAML = [".yaml", ".yml"].contains { path.lowercased().hasSuffix($0) }
+            || !text.drop { $0.isWhitespace }.hasPrefix("{")
+        do {
+            return isYAML ? try YAMLDecoder().decode(ConfigFile.self, from: text) : try JSONDecoder().decode(ConfigFile.self, from: data)
+        } catch {
+            let example = isYAML ? "sources:\n  - input: rtsp://cam/live\nwebhooks:\n  - http://host/hook"
+                                 : "{\"sources\": [{\"input\": \"rtsp://cam/live\"}], \"webhooks\": [\"http://host/hook\"]}"
+            throw ValidationError("--config \(path) is not \(isYAML ? "YAML" : "JSON") like\n\(example)\n(\(error))")
         }
     }
 
