@@ -100,10 +100,15 @@ struct Record: ParsableCommand {
             print(line)
             fflush(nil)
         }
+        var sessionOptions = ClipSession.Options(
+            policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
+            frameRate: info.frameRate ?? 25, preset: preset.rawValue)
+        if strangersOnly {
+            // A clip runs while a stranger is in view; known people are still drawn with their names.
+            sessionOptions.triggers = { $0.identity != nil && $0.identity?.name == nil }
+        }
         let session = try ClipSession(
-            album: albumStore, source: Album.sourceName(source),
-            options: .init(policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
-                           frameRate: info.frameRate ?? 25, preset: preset.rawValue),
+            album: albumStore, source: Album.sourceName(source), options: sessionOptions,
             events: { event in
                 switch event {
                 case .clipStarted(let path, let start):
@@ -131,9 +136,7 @@ struct Record: ParsableCommand {
             detect: { frame in
                 let found = try detector.detect(frame.image).detections
                 guard let namer else { return found }
-                let named = try namer.name(found, in: frame.image)
-                // Only strangers' detections reach the recorder: a clip runs while one is in view.
-                return strangersOnly ? named.filter { $0.identity != nil && $0.identity?.name == nil } : named
+                return try namer.name(found, in: frame.image)
             },
             events: { event in
                 switch event {
