@@ -44,6 +44,8 @@ public struct Detection: Sendable, Equatable, Codable {
     /// Who this is, when face recognition looked for a face inside the box and found one
     /// (`spotter video --faces`); nil when it did not run or saw no recognizable face.
     public var identity: Identity?
+    /// A recognizable face that matches no one enrolled (what `--trigger unknown-face` records).
+    public var isStranger: Bool { identity != nil && identity?.name == nil }
 
     /// The person face recognition found inside a detection's box.
     public struct Identity: Sendable, Equatable, Codable {

@@ -127,7 +127,7 @@ final class LiveSource: @unchecked Sendable {
                     var sessionOptions = ClipSession.Options(frameRate: reader.info.frameRate ?? 25)
                     if spec.recordsStrangersOnly {
                         // The live view still shows everyone; only strangers open and keep clips.
-                        sessionOptions.triggers = { $0.identity != nil && $0.identity?.name == nil }
+                        sessionOptions.triggers = { $0.isStranger }
                     }
                     recorder = try ClipSession(album: album, source: albumSource, options: sessionOptions,
                                                events: { [self] event in recorderEvent(event, events: events) })

@@ -105,7 +105,7 @@ struct Record: ParsableCommand {
             frameRate: info.frameRate ?? 25, preset: preset.rawValue)
         if strangersOnly {
             // A clip runs while a stranger is in view; known people are still drawn with their names.
-            sessionOptions.triggers = { $0.identity != nil && $0.identity?.name == nil }
+            sessionOptions.triggers = { $0.isStranger }
         }
         let session = try ClipSession(
             album: albumStore, source: Album.sourceName(source), options: sessionOptions,

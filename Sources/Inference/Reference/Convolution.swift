@@ -147,7 +147,7 @@ final class QuantizedConvolution: Kernel {
             ? try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
             : try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
         // Channels are the last axis of a depthwise filter and the first of a regular one. Plain
-        // loops over whole rows: millions of weights, and `inspect` prepares every kernel.
+        // loops over whole rows, not a closure per weight: there are millions of them.
         let perChannelStride = depthwise ? 1 : fShape[1] * fShape[2] * fShape[3]
         guard channels > 0, depthwise ? raw.count % channels == 0 : raw.count == channels * perChannelStride else {
             throw ctx.fail("filter has \(raw.count) weights for \(channels) channels")
