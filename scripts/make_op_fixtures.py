@@ -441,8 +441,31 @@ def main():
           (Op.CONV_2D, None, [0, 2, 4], [5], Opt.Conv2DOptions,
            options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=1), None)])
     more_layout_and_math()
+    float_convolutions()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
+
+
+def float_convolutions():
+    """Float CONV_2D shapes that exercise every path of the AVX2 kernel: blocks of 16 and 8 channels
+    with a partial last one, pixel tiles with a partial last one, padding taps, dilation, batches and
+    the copied patches of a first layer with few input channels (added last, so earlier inputs stay)."""
+    cases = [  # name, input shape, kernel, stride, dilation, padding, output channels, activation
+        ("conv2d_float32_1x1_c20_to_40_batch2", [2, 7, 5, 20], 1, 1, 1, Padding.SAME, 40, Act.RELU),
+        ("conv2d_float32_5x5_s2_rgb_to_24", [1, 17, 13, 3], 5, 2, 1, Padding.SAME, 24, Act.NONE),
+        ("conv2d_float32_3x3_dilated_c18_to_21", [1, 11, 10, 18], 3, 1, 2, Padding.VALID, 21, Act.RELU6),
+        ("conv2d_float32_3x3_c33_to_16_same", [1, 6, 9, 33], 3, 1, 1, Padding.SAME, 16, Act.NONE),
+    ]
+    for name, shape, k, stride, dilation, padding, cout, act in cases:
+        cin, (h, w) = shape[3], shape[1:3]
+        span = (k - 1) * dilation + 1
+        oh, ow = [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
+        filt = T([cout, k, k, cin], TT.FLOAT32, data=rng.normal(0, 0.3, [cout, k, k, cin]).astype(np.float32))
+        bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.5, [cout]).astype(np.float32))
+        opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
+                      DilationWFactor=dilation, DilationHFactor=dilation)
+        save(name, [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, cout], TT.FLOAT32)], [0], [3],
+             [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
 
 
 def i32(values):

@@ -195,7 +195,8 @@ public final class Interpreter {
     public struct OperatorTiming: Sendable {
         public var index: Int
         public var name: String
-        /// Which kernels ran it: `xnnpack`, `vnni` (Spotter's AVX-512 VNNI convolution) or `reference`.
+        /// Which kernels ran it: `xnnpack`, `vnni` (Spotter's AVX-512 VNNI convolution), `avx2`
+        /// (Spotter's float convolution) or `reference`.
         public var backend: String
         public var medianMilliseconds: Double
     }
@@ -215,7 +216,8 @@ public final class Interpreter {
             let sorted = times.sorted()
             return OperatorTiming(
                 index: index, name: graph.operators[index].code.name,
-                backend: kernels[index] is XNNPACKKernel ? "xnnpack" : kernels[index] is VNNIConvolution ? "vnni" : "reference",
+                backend: kernels[index] is XNNPACKKernel ? "xnnpack" : kernels[index] is VNNIConvolution ? "vnni"
+                    : kernels[index] is AVX2Convolution ? "avx2" : "reference",
                 medianMilliseconds: sorted[sorted.count / 2])
         }
     }

@@ -1,6 +1,6 @@
 // Hand-written SIMD kernels that Swift cannot express: Swift has no per-function CPU target
-// features, and enabling AVX-512 for a whole target needs unsafeFlags. Each kernel checks the CPU
-// at run time (spotter_has_vnni) and is only called where it returns true.
+// features, and enabling AVX2 or AVX-512 for a whole target needs unsafeFlags. Each kernel checks
+// the CPU at run time (spotter_has_vnni, spotter_has_avx2_fma) and is only called where it returns 1.
 #ifndef SPOTTER_KERNELS_H
 #define SPOTTER_KERNELS_H
 
@@ -48,5 +48,28 @@ typedef struct spotter_conv {
 
 /// Runs the convolution; rows of the output are split across the pool's threads (pool may be NULL).
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool);
+
+/// 1 when the CPU and OS support AVX2 and FMA, else 0.
+int spotter_has_avx2_fma(void);
+
+/// A float32 NHWC convolution (TFLite's CONV_2D: OHWI weights, one group) on AVX2 and FMA, tiles of
+/// 6 pixels by 16 channels, each tap read through a pointer to its input pixel (zeros in padding).
+typedef struct spotter_conv_f32 {
+    int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
+    int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    float out_min, out_max;      ///< the fused activation's clamp
+    const float* packed;         ///< made by spotter_conv_f32_pack
+    const float* zero;           ///< in_c zeros, read for taps in the padding
+} spotter_conv_f32;
+
+/// Floats spotter_conv_f32_pack writes: blocks of 16 channels (the last of 8 when at most 8 remain),
+/// each 16 biases then k_h * k_w * in_c rows of 16 weights, zero past out_c.
+size_t spotter_conv_f32_packed_count(const spotter_conv_f32* conv);
+
+/// Packs OHWI `weights` and `bias` (NULL: zeros) for the kernel.
+void spotter_conv_f32_pack(const spotter_conv_f32* conv, const float* weights, const float* bias, float* packed);
+
+/// Runs the convolution; tiles of output pixels are split across the pool's threads (pool may be NULL).
+void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool);
 
 #endif

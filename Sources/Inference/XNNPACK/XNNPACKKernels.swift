@@ -9,7 +9,8 @@ import TFLiteFormat
 /// (uint8, int8, float32), AVERAGE_POOL_2D (uint8, float32), SOFTMAX (uint8, float32), QUANTIZE and
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), PAD and RESIZE_BILINEAR (uint8,
 /// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
-/// uint8 CONV_2D runs on Spotter's VNNI kernel when the CPU has it (``VNNIConvolution``).
+/// uint8 CONV_2D runs on Spotter's VNNI kernel when the CPU has it (``VNNIConvolution``), float32
+/// CONV_2D on Spotter's AVX2 kernel (``AVX2Convolution``).
 enum XNNPACKKernels {
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
         let op = ctx.op!
@@ -19,6 +20,7 @@ enum XNNPACKKernels {
         switch (op.code.builtin, op.options) {
         case (.conv2D, .conv2D(let options)):
             if let kernel = try VNNIConvolution.make(ctx, pool: pool, options: options) { return kernel }
+            if let kernel = try AVX2Convolution.make(ctx, pool: pool, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: false)
         case (.depthwiseConv2D, .depthwiseConv2D(let options)):
             return try convolution(ctx, pool, options, depthwise: true)

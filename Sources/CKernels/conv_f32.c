@@ -1,0 +1,181 @@
+#include "spotter_kernels.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+// Debian's XNNPACK (2022) keeps one accumulator of its AVX2 float GEMMs on the stack, so every step
+// of the inner loop waits for a store to reach the next load; this kernel keeps all of them in
+// registers: 6 pixels x 16 channels (12 accumulators, 2 weight vectors, 1 broadcast).
+#define TARGET __attribute__((target("avx2,fma")))
+#define MR 6
+#define NR 16
+
+int spotter_has_avx2_fma(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int32_t taps(const spotter_conv_f32* c) { return c->k_h * c->k_w; }
+
+/// Width of the block starting at channel n0: 16, or 8 for a last block of at most 8 channels.
+static int32_t block_width(const spotter_conv_f32* c, int32_t n0) { return c->out_c - n0 > 8 ? NR : 8; }
+
+size_t spotter_conv_f32_packed_count(const spotter_conv_f32* c) {
+    const size_t k = (size_t)taps(c) * (size_t)c->in_c;
+    size_t total = 0;
+    for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) total += (size_t)block_width(c, n0) * (1 + k);
+    return total;
+}
+
+void spotter_conv_f32_pack(const spotter_conv_f32* c, const float* weights, const float* bias, float* packed) {
+    const size_t k = (size_t)taps(c) * (size_t)c->in_c;
+    for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
+        const int32_t width = block_width(c, n0);
+        float* block = packed + (size_t)n0 * (1 + k);
+        memset(block, 0, sizeof(float) * (size_t)width * (1 + k));
+        for (int32_t lane = 0; lane < width && n0 + lane < c->out_c; lane++) {
+            const int32_t n = n0 + lane;
+            block[lane] = bias ? bias[n] : 0;
+            for (size_t kk = 0; kk < k; kk++) block[(1 + kk) * (size_t)width + (size_t)lane] = weights[(size_t)n * k + kk];
+        }
+    }
+}
+
+/// Clamps and stores one row of `W` channels (`valid` of them) from accumulators `v0`, `v1`.
+TARGET static inline void store_row(float* out, int32_t W, int32_t valid, __m256 v0, __m256 v1, __m256 lo, __m256 hi) {
+    float lane[NR];
+    float* dst = valid == W ? out : lane;
+    _mm256_storeu_ps(dst, _mm256_min_ps(_mm256_max_ps(v0, lo), hi));
+    if (W == NR) _mm256_storeu_ps(dst + 8, _mm256_min_ps(_mm256_max_ps(v1, lo), hi));
+    if (valid < W) memcpy(out, lane, sizeof(float) * (size_t)valid);
+}
+
+/// One tile of up to MR pixels and one block of `W` channels (16 or 8, `remaining` of them real):
+/// 6 x 2 (or 6 x 1) accumulators in named variables, which the compiler keeps in registers. `rows`
+/// holds, for each tap, MR pointers to the pixels' input (or to zeros); output rows are `out_c` apart.
+TARGET static inline void tile(int32_t W, const float* const* rows, int32_t tap_count, int32_t in_c,
+                               const float* block, float* out, int32_t count, int32_t remaining, int32_t out_c,
+                               __m256 lo, __m256 hi) {
+    const __m256 b0 = _mm256_loadu_ps(block), b1 = W == NR ? _mm256_loadu_ps(block + 8) : b0;
+    __m256 c00 = b0, c01 = b1, c10 = b0, c11 = b1, c20 = b0, c21 = b1;
+    __m256 c30 = b0, c31 = b1, c40 = b0, c41 = b1, c50 = b0, c51 = b1;
+    const float* w = block + W;
+    for (int32_t t = 0; t < tap_count; t++, rows += MR) {
+        const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4], *a5 = rows[5];
+        if (W == NR) {
+            for (int32_t ci = 0; ci < in_c; ci++, w += NR) {
+                const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
+                __m256 x = _mm256_broadcast_ss(a0 + ci);
+                c00 = _mm256_fmadd_ps(x, w0, c00); c01 = _mm256_fmadd_ps(x, w1, c01);
+                x = _mm256_broadcast_ss(a1 + ci);
+                c10 = _mm256_fmadd_ps(x, w0, c10); c11 = _mm256_fmadd_ps(x, w1, c11);
+                x = _mm256_broadcast_ss(a2 + ci);
+                c20 = _mm256_fmadd_ps(x, w0, c20); c21 = _mm256_fmadd_ps(x, w1, c21);
+                x = _mm256_broadcast_ss(a3 + ci);
+                c30 = _mm256_fmadd_ps(x, w0, c30); c31 = _mm256_fmadd_ps(x, w1, c31);
+                x = _mm256_broadcast_ss(a4 + ci);
+                c40 = _mm256_fmadd_ps(x, w0, c40); c41 = _mm256_fmadd_ps(x, w1, c41);
+                x = _mm256_broadcast_ss(a5 + ci);
+                c50 = _mm256_fmadd_ps(x, w0, c50); c51 = _mm256_fmadd_ps(x, w1, c51);
+            }
+        } else {
+            for (int32_t ci = 0; ci < in_c; ci++, w += 8) {
+                const __m256 w0 = _mm256_loadu_ps(w);
+                c00 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + ci), w0, c00);
+                c10 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + ci), w0, c10);
+                c20 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + ci), w0, c20);
+                c30 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + ci), w0, c30);
+                c40 = _mm256_fmadd_ps(_mm256_broadcast_ss(a4 + ci), w0, c40);
+                c50 = _mm256_fmadd_ps(_mm256_broadcast_ss(a5 + ci), w0, c50);
+            }
+        }
+    }
+    const int32_t valid = remaining < W ? remaining : W;
+    const size_t stride = (size_t)out_c;
+    store_row(out, W, valid, c00, c01, lo, hi);
+    if (count > 1) store_row(out + stride, W, valid, c10, c11, lo, hi);
+    if (count > 2) store_row(out + 2 * stride, W, valid, c20, c21, lo, hi);
+    if (count > 3) store_row(out + 3 * stride, W, valid, c30, c31, lo, hi);
+    if (count > 4) store_row(out + 4 * stride, W, valid, c40, c41, lo, hi);
+    if (count > 5) store_row(out + 5 * stride, W, valid, c50, c51, lo, hi);
+}
+
+typedef struct {
+    const spotter_conv_f32* conv;
+    const float* input;
+    float* output;
+    int32_t pixels;          ///< batches * out_h * out_w
+    int32_t tiles_per_task;
+} task_f32;
+
+/// Points `rows` (tap-major, MR per tap) at the input pixels of output pixels [p0, p0 + count);
+/// pixels past `count` repeat the last one.
+static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p0, int32_t count, const float** rows) {
+    const int32_t plane = c->out_h * c->out_w;
+    for (int m = 0; m < MR; m++) {
+        const int32_t p = p0 + (m < count ? m : count - 1);
+        const int32_t b = p / plane, oy = (p % plane) / c->out_w, ox = p % c->out_w;
+        const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
+        for (int32_t ky = 0, t = 0; ky < c->k_h; ky++) {
+            const int32_t y = y0 + ky * c->dil_h;
+            for (int32_t kx = 0; kx < c->k_w; kx++, t++) {
+                const int32_t x = x0 + kx * c->dil_w;
+                rows[t * MR + m] = (y < 0 || y >= c->in_h || x < 0 || x >= c->in_w)
+                    ? c->zero
+                    : input + (((size_t)b * c->in_h + y) * c->in_w + x) * c->in_c;
+            }
+        }
+    }
+}
+
+TARGET static void conv_f32_task(void* opaque, size_t task) {
+    const task_f32* t = (const task_f32*)opaque;
+    const spotter_conv_f32* c = t->conv;
+    const int32_t tap_count = taps(c);
+    const size_t k = (size_t)tap_count * (size_t)c->in_c;
+    const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);
+    const float* rows[tap_count * MR];
+    const int32_t first = (int32_t)task * t->tiles_per_task * MR;
+    const int32_t last = first + t->tiles_per_task * MR < t->pixels ? first + t->tiles_per_task * MR : t->pixels;
+    // Few input channels (a first layer on RGB): each pixel's taps are copied into one row, so the
+    // inner loop runs over all k values at once instead of in_c at a time.
+    const int32_t copy = c->in_c < 16 && tap_count > 1;
+    float patches[copy ? MR * k : 1];
+    const float* patch_rows[MR];
+    for (int m = 0; m < MR; m++) patch_rows[m] = patches + (copy ? (size_t)m * k : 0);
+    for (int32_t p0 = first; p0 < last; p0 += MR) {
+        const int32_t count = last - p0 < MR ? last - p0 : MR;
+        gather_rows(c, t->input, p0, count, rows);
+        if (copy) {
+            for (int m = 0; m < MR; m++) {
+                float* dst = patches + (size_t)m * k;
+                for (int32_t tap = 0; tap < tap_count; tap++, dst += c->in_c) {
+                    const float* src = rows[tap * MR + m];
+                    for (int32_t ci = 0; ci < c->in_c; ci++) dst[ci] = src[ci];
+                }
+            }
+        }
+        float* out = t->output + (size_t)p0 * c->out_c;
+        for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
+            const float* block = c->packed + (size_t)n0 * (1 + k);
+            const float* const* a = copy ? patch_rows : rows;
+            const int32_t a_taps = copy ? 1 : tap_count, a_k = copy ? (int32_t)k : c->in_c;
+            if (block_width(c, n0) == NR) {
+                tile(NR, a, a_taps, a_k, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
+            } else {
+                tile(8, a, a_taps, a_k, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
+            }
+        }
+    }
+}
+
+void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool) {
+    const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
+    const int32_t tiles = (pixels + MR - 1) / MR;
+    // About four tasks per thread, at most 8 tiles each, so that threads finish together.
+    const int32_t threads = pool ? (int32_t)pthreadpool_get_threads_count(pool) : 1;
+    int32_t per_task = (tiles + 4 * threads - 1) / (4 * threads);
+    per_task = per_task < 1 ? 1 : per_task > 8 ? 8 : per_task;
+    task_f32 context = {conv, input, output, pixels, per_task};
+    pthreadpool_parallelize_1d(pool, conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
+}

@@ -1,0 +1,85 @@
+internal import CKernels
+internal import CXNNPACK
+import TFLiteFormat
+
+/// float32 CONV_2D (and hybrid weights dequantized at load) on Spotter's AVX2/FMA kernel
+/// (Sources/CKernels/conv_f32.c). Debian's XNNPACK (2022) runs these about half as fast as it could:
+/// its float GEMM kernels keep an accumulator on the stack. Sums are in another order than
+/// XNNPACK's, so outputs agree with LiteRT's default path to float rounding, as XNNPACK's do.
+final class AVX2Convolution: Kernel {
+    /// Weights and bias were packed at load.
+    var readsConstantInputs: Bool { false }
+
+    /// Whether this CPU can run the kernel (checked once per process).
+    static let isAvailable = spotter_has_avx2_fma() != 0
+
+    /// Kernels with more taps run on XNNPACK: the kernel keeps a pointer per tap and pixel on the stack.
+    static let maximumTaps = 64
+
+    private let input, output: Int
+    private let pool: ThreadPool
+    private var conv = spotter_conv_f32()
+    // Buffers the C kernel reads; owned here for the kernel's lifetime.
+    private let packed: UnsafeMutableBufferPointer<Float>
+    private let zeros: UnsafeMutableBufferPointer<Float>
+
+    /// Returns nil for convolutions the kernel does not cover (other types, non-constant weights,
+    /// very large filters) or when the CPU lacks AVX2 and FMA.
+    static func make(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws -> AVX2Convolution? {
+        let input = ctx.input(0), filter = ctx.input(1)
+        guard isAvailable, ctx.type(input) == .float32, ctx.type(ctx.output(0)) == .float32,
+              ctx.type(filter) == .float32 || ctx.isHybrid(input: input, weights: filter),
+              ctx.isConstant(filter), ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
+              ctx.shape(filter)[1] * ctx.shape(filter)[2] <= maximumTaps,
+              !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
+        return try AVX2Convolution(ctx, pool: pool, options: options)
+    }
+
+    private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws {
+        input = ctx.input(0)
+        output = ctx.output(0)
+        self.pool = pool
+        let g = try WindowGeometry(convolution: ctx, options: options, depthwise: false)
+        let channels = g.outputChannels
+        let range = FixedPoint.activationRange(options.activation)
+        conv = spotter_conv_f32(
+            batches: Int32(g.batches), in_h: Int32(g.inputHeight), in_w: Int32(g.inputWidth), in_c: Int32(g.inputChannels),
+            out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth), out_c: Int32(channels),
+            k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
+            dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
+            out_min: range.min, out_max: range.max, packed: nil, zero: nil)
+        let weights = try ctx.floatWeights(ctx.input(1))
+        let k = g.filterHeight * g.filterWidth * g.inputChannels
+        guard weights.count == channels * k else {
+            throw ctx.fail("filter has \(weights.count) values for \(channels) channels of \(k)")
+        }
+        let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : nil
+        if let bias, bias.count != channels { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+
+        packed = .allocate(capacity: withUnsafePointer(to: &conv) { spotter_conv_f32_packed_count($0) })
+        zeros = .allocate(capacity: max(1, g.inputChannels))
+        zeros.initialize(repeating: 0)
+        withUnsafePointer(to: &conv) { conv in
+            weights.withUnsafeBufferPointer { w in
+                if let bias {
+                    bias.withUnsafeBufferPointer { spotter_conv_f32_pack(conv, w.baseAddress, $0.baseAddress, packed.baseAddress) }
+                } else {
+                    spotter_conv_f32_pack(conv, w.baseAddress, nil, packed.baseAddress)
+                }
+            }
+        }
+        conv.packed = UnsafePointer(packed.baseAddress)
+        conv.zero = UnsafePointer(zeros.baseAddress)
+    }
+
+    deinit {
+        packed.deallocate()
+        zeros.deallocate()
+    }
+
+    func run(_ memory: TensorMemory) {
+        withUnsafePointer(to: &conv) { conv in
+            spotter_conv_f32_run(conv, memory.typed(input, Float.self), memory.typed(output, Float.self), pool.active)
+        }
+    }
+}
