@@ -442,6 +442,7 @@ def main():
            options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=1), None)])
     more_layout_and_math()
     float_convolutions()
+    more_pads()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -466,6 +467,17 @@ def float_convolutions():
                       DilationWFactor=dilation, DilationHFactor=dilation)
         save(name, [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, cout], TT.FLOAT32)], [0], [3],
              [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
+
+
+def more_pads():
+    """PAD of whole image rows (height and width only, as before YOLOv8's first convolution) and of
+    the batch dimension only: the runs the kernel copies at once."""
+    q = {"scale": 0.04, "zp": -9}
+    for name, type, qp, shape, pads in [("pad_int8_height_width_batch2", TT.INT8, q, [2, 4, 5, 3], [[0, 0], [1, 2], [3, 0], [0, 0]]),
+                                        ("pad_float32_batch_only", TT.FLOAT32, {}, [2, 2, 3, 2], [[1, 1], [0, 0], [0, 0], [0, 0]])]:
+        out = [n + a + b for n, (a, b) in zip(shape, pads)]
+        save(name, [T(shape, type, **qp), T([4, 2], TT.INT32, data=np.array(pads, np.int32)), T(out, type, **qp)], [0], [2],
+             [(Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None)])
 
 
 def i32(values):

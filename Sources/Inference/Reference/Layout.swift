@@ -184,16 +184,19 @@ final class Pad: Kernel {
         memset(dst, Int32(fill), outputShape.reduce(1, *) * elementSize)
         let rank = inputShape.count
         guard rank > 0, inputShape.allSatisfy({ $0 > 0 }) else { return }
-        let rowBytes = inputShape[rank - 1] * elementSize
-        let rows = inputShape.dropLast().reduce(1, *)
+        // Dimensions after the last padded one keep their sizes, so each slice from that dimension
+        // on is one contiguous run in both tensors (a whole image row for NHWC padded in H and W).
+        let last = (0..<rank).last { outputShape[$0] != inputShape[$0] } ?? 0
+        let runBytes = inputShape[last...].reduce(1, *) * elementSize
+        let runs = inputShape[..<last].reduce(1, *)
         let index = counter
         index.update(repeating: 0)
-        for row in 0..<rows {
+        for run in 0..<runs {
             var offset = 0
-            for d in 0..<(rank - 1) { offset = offset * outputShape[d] + index[d] + before[d] }
-            offset = offset * outputShape[rank - 1] + before[rank - 1]
-            (dst + offset * elementSize).copyMemory(from: src + row * rowBytes, byteCount: rowBytes)
-            var d = rank - 2
+            for d in 0..<last { offset = offset * outputShape[d] + index[d] + before[d] }
+            for d in last..<rank { offset = offset * outputShape[d] + (d == last ? before[d] : 0) }
+            (dst + offset * elementSize).copyMemory(from: src + run * runBytes, byteCount: runBytes)
+            var d = last - 1
             while d >= 0 {
                 index[d] += 1
                 if index[d] < inputShape[d] { break }
