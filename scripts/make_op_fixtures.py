@@ -443,6 +443,10 @@ def main():
     more_layout_and_math()
     float_convolutions()
     more_pads()
+    save("quantize_int8_to_int8_yolo_scores", [T([4, 300], TT.INT8, scale=0.00390625, zp=-128), T([4, 300], TT.INT8, scale=0.003986, zp=-128)],
+         [0], [1], [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
+    save("quantize_uint8_to_uint8_wider", [T([4, 300], TT.UINT8, scale=0.05, zp=120), T([4, 300], TT.UINT8, scale=0.02, zp=7)],
+         [0], [1], [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

@@ -183,17 +183,27 @@ final class Softmax: Kernel {
     private func runQuantized<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>) {
         let limits = (min: Int32(T.min), max: Int32(T.max))
         table.withUnsafeBufferPointer { table in
-            for r in 0..<rows {
-                let x = src + r * depth, y = dst + r * depth
-                var maximum = Int32(T.min)
-                for j in 0..<depth { maximum = max(maximum, Int32(x[j])) }
-                var sum: Float = 0
-                for j in 0..<depth { sum += table[Int(255 - (maximum - Int32(x[j])))] }
-                let inverse = 1 / (sum * outputScale)
-                for j in 0..<depth {
-                    let probability = table[Int(255 - (maximum - Int32(x[j])))] * inverse
-                    let value = Int32(probability.rounded(.toNearestOrAwayFromZero)) + outputZeroPoint
-                    y[j] = T(truncatingIfNeeded: min(max(value, limits.min), limits.max))
+            let table = table.baseAddress!
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: depth) { exps in
+                let exps = exps.baseAddress!
+                for r in 0..<rows {
+                    let x = src + r &* depth, y = dst + r &* depth
+                    var maximum = Int32(T.min)
+                    for j in 0..<depth { maximum = max(maximum, Int32(x[j])) }
+                    var sum: Float = 0
+                    for j in 0..<depth {
+                        // 0 ... 255: the distance from the maximum counted down from the table's end.
+                        exps[j] = table[Int(255 &- (maximum &- Int32(x[j])))]
+                        sum += exps[j]
+                    }
+                    let inverse = 1 / (sum * outputScale)
+                    for j in 0..<depth {
+                        // Rounded half away from zero (the probability is not negative), without libm.
+                        let probability = exps[j] * inverse
+                        var rounded = Int32(probability)
+                        if probability - Float(rounded) >= 0.5 { rounded &+= 1 }
+                        y[j] = T(truncatingIfNeeded: min(max(rounded &+ outputZeroPoint, limits.min), limits.max))
+                    }
                 }
             }
         }
@@ -281,7 +291,8 @@ final class QuantizedHardSwish<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
 final class Quantize: Kernel {
     enum Mode {
         case fromFloat(scale: Float, zeroPoint: Int32)
-        case requantize(inputZeroPoint: Int32, multiplier: FixedPoint.Multiplier, outputZeroPoint: Int32)
+        /// Between 8-bit types: TFLite's fixed-point requantization of each of the 256 input bytes.
+        case requantize(table: [UInt8])
         case toFloat(scale: Double, zeroPoint: Int32)
         case fromFloat16
     }
@@ -311,9 +322,14 @@ final class Quantize: Kernel {
             mode = .fromFloat(scale: q.scale, zeroPoint: q.zeroPoint)
         } else if eightBit.contains(inputType), eightBit.contains(outputType) {
             let i = try ctx.quantized(input), o = try ctx.quantized(output)
-            mode = .requantize(
-                inputZeroPoint: i.zeroPoint, multiplier: FixedPoint.Multiplier(Double(i.scale) / Double(o.scale)),
-                outputZeroPoint: o.zeroPoint)
+            let multiplier = FixedPoint.Multiplier(Double(i.scale) / Double(o.scale))
+            let (low, high) = outputType.integerRange
+            let signed = inputType == .int8
+            mode = .requantize(table: (0...255).map { byte in
+                let value = signed ? Int32(Int8(truncatingIfNeeded: byte)) : Int32(byte)
+                let result = min(max(FixedPoint.multiply(value - i.zeroPoint, multiplier) &+ o.zeroPoint, low), high)
+                return UInt8(truncatingIfNeeded: result)
+            })
         } else {
             throw ctx.unsupported()
         }
@@ -350,9 +366,10 @@ final class Quantize: Kernel {
                 let value = scaled.isNaN ? 0 : Int32(clamping: Int64(max(min(scaled, 4e9), -4e9))) &+ zeroPoint
                 store(value, dst, i)
             }
-        case .requantize(let inputZeroPoint, let multiplier, let outputZeroPoint):
-            for i in 0..<count {
-                store(FixedPoint.multiply(load(src, i) - inputZeroPoint, multiplier) &+ outputZeroPoint, dst, i)
+        case .requantize(let table):
+            let from = src.assumingMemoryBound(to: UInt8.self), to = dst.assumingMemoryBound(to: UInt8.self)
+            table.withUnsafeBufferPointer { table in
+                for i in 0..<count { to[i] = table[Int(from[i])] }
             }
         }
     }
