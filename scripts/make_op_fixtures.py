@@ -447,6 +447,7 @@ def main():
          [0], [1], [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
     save("quantize_uint8_to_uint8_wider", [T([4, 300], TT.UINT8, scale=0.05, zp=120), T([4, 300], TT.UINT8, scale=0.02, zp=7)],
          [0], [1], [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
+    quantized_convolutions()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -470,6 +471,36 @@ def float_convolutions():
         opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
                       DilationWFactor=dilation, DilationHFactor=dilation)
         save(name, [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, cout], TT.FLOAT32)], [0], [3],
+             [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
+
+
+def quantized_convolutions():
+    """8-bit CONV_2D shapes for the AVX2 kernel: partial channel blocks and pixel tiles, an odd
+    receptive field (its last pair half empty), padding, dilation, batches, and input rows long
+    enough to be widened 16 values at a time."""
+    cases = [  # name, type, input shape, kernel, stride, dilation, padding, output channels, activation
+        ("conv2d_uint8_1x1_c35_to_40_batch2", TT.UINT8, [2, 7, 5, 35], 1, 1, 1, Padding.SAME, 40, Act.RELU6),
+        ("conv2d_int8_3x3_s2_c5_to_21", TT.INT8, [1, 13, 11, 5], 3, 2, 1, Padding.SAME, 21, Act.NONE),
+        ("conv2d_int8_3x3_dilated_c18_to_16", TT.INT8, [1, 11, 10, 18], 3, 1, 2, Padding.VALID, 16, Act.RELU),
+        ("conv2d_uint8_5x5_s2_rgb_to_24", TT.UINT8, [1, 17, 13, 3], 5, 2, 1, Padding.SAME, 24, Act.NONE),
+    ]
+    for name, type, shape, k, stride, dilation, padding, cout, act in cases:
+        cin, (h, w) = shape[3], shape[1:3]
+        span = (k - 1) * dilation + 1
+        oh, ow = [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
+        fshape = [cout, k, k, cin]
+        in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
+        if type == TT.UINT8:
+            f_s, f_zp = np.float32(0.01), 131
+        else:
+            f_s, f_zp = rng.uniform(0.002, 0.01, cout).astype(np.float32), np.zeros(cout, np.int64)
+        filt = T(fshape, type, data=quantized_weights(fshape, type), scale=f_s, zp=f_zp, qdim=0)
+        b_s = np.float32(in_s) * np.atleast_1d(f_s).astype(np.float32)
+        bias = T([cout], TT.INT32, data=rng.integers(-3000, 3000, [cout]).astype(np.int32), scale=b_s, zp=np.zeros(len(b_s), np.int64))
+        out_q = {"scale": 0.08, "zp": 90} if type == TT.UINT8 else {"scale": 0.06, "zp": 4}
+        opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
+                      DilationWFactor=dilation, DilationHFactor=dilation)
+        save(name, [T(shape, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, cout], type, **out_q)], [0], [3],
              [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
 
 

@@ -47,6 +47,19 @@ import TFLiteFormat
         }
     }
 
+    /// Spotter's 8-bit convolutions sum exactly and requantize as XNNPACK does, so they give LiteRT's
+    /// default path (XNNPACK) byte for byte.
+    @Test("8-bit convolutions equal LiteRT's XNNPACK outputs", arguments: cases.filter {
+        $0.hasPrefix("conv2d_uint8") || $0.hasPrefix("conv2d_int8")
+    })
+    func quantizedConvolutionsEqualLiteRTDefaultPath(_ name: String) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output0.npy"))
+        let actual = try interpreter.output(at: 0)
+        let mismatches = zip(actual.data, expected.data).filter { $0 != $1 }.count
+        #expect(actual.data.count == expected.data.count && mismatches == 0, "\(name): \(mismatches) of \(actual.data.count) bytes differ")
+    }
+
     @Test("reference kernel matches LiteRT", arguments: cases)
     func referenceKernelMatchesLiteRT(_ name: String) throws {
         let interpreter = try Self.run(name, .reference)

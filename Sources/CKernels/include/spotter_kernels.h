@@ -72,4 +72,28 @@ void spotter_conv_f32_pack(const spotter_conv_f32* conv, const float* weights, c
 /// Runs the convolution; tiles of output pixels are split across the pool's threads (pool may be NULL).
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool);
 
+/// An 8-bit NHWC convolution (TFLite's CONV_2D on uint8 with per-tensor, or int8 with per-channel
+/// quantization) on AVX2: exact int32 sums of (x - x_zero) * (w - w_zero) plus the bias, requantized
+/// as XNNPACK does (and so LiteRT's default CPU path):
+///   out = max(rint(min(float(acc) * scale[n], out_max - out_zero)) + out_zero, out_min)
+typedef struct spotter_conv_q8 {
+    int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
+    int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int32_t is_signed;           ///< 1: int8 tensors, 0: uint8
+    int32_t in_zero, out_zero, out_min, out_max;
+    const int16_t* packed;       ///< made by spotter_conv_q8_pack
+    const int32_t* bias;         ///< per channel, out_c rounded up to 16 (zeros past out_c)
+    const float* scale;          ///< input_scale * w_scale[n] / output_scale, rounded up to 16 likewise
+} spotter_conv_q8;
+
+/// int16 values spotter_conv_q8_pack writes: per block of 16 channels, (k + 1) / 2 pairs of k, each
+/// holding both weights of every channel (w - w_zero), zero past k and out_c.
+size_t spotter_conv_q8_packed_count(const spotter_conv_q8* conv);
+
+/// Packs OHWI `weights` (int8 when is_signed, else uint8) with per-channel `weight_zero`.
+void spotter_conv_q8_pack(const spotter_conv_q8* conv, const void* weights, const int32_t* weight_zero, int16_t* packed);
+
+/// Runs the convolution; tiles of output pixels are split across the pool's threads (pool may be NULL).
+void spotter_conv_q8_run(const spotter_conv_q8* conv, const void* input, void* output, pthreadpool_t pool);
+
 #endif

@@ -9,8 +9,8 @@ import TFLiteFormat
 /// (uint8, int8, float32), AVERAGE_POOL_2D (uint8, float32), SOFTMAX (uint8, float32), QUANTIZE and
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), RESIZE_BILINEAR (uint8,
 /// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
-/// uint8 CONV_2D runs on Spotter's VNNI kernel when the CPU has it (``VNNIConvolution``), float32
-/// CONV_2D on Spotter's AVX2 kernel (``AVX2Convolution``). PAD stays on the reference kernel, which
+/// CONV_2D runs on Spotter's own kernels where the CPU has their instructions: uint8 on AVX-512 VNNI
+/// (``VNNIConvolution``), float32 and 8-bit on AVX2 (``AVX2Convolution``, ``AVX2QuantizedConvolution``). PAD stays on the reference kernel, which
 /// copies whole rows (Debian's XNNPACK took 7 ms to pad YOLOv8's 640x640 RGB input, the reference 0.8).
 enum XNNPACKKernels {
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
@@ -22,6 +22,7 @@ enum XNNPACKKernels {
         case (.conv2D, .conv2D(let options)):
             if let kernel = try VNNIConvolution.make(ctx, pool: pool, options: options) { return kernel }
             if let kernel = try AVX2Convolution.make(ctx, pool: pool, options: options) { return kernel }
+            if let kernel = try AVX2QuantizedConvolution.make(ctx, pool: pool, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: false)
         case (.depthwiseConv2D, .depthwiseConv2D(let options)):
             return try convolution(ctx, pool, options, depthwise: true)
