@@ -448,6 +448,7 @@ def main():
     save("quantize_uint8_to_uint8_wider", [T([4, 300], TT.UINT8, scale=0.05, zp=120), T([4, 300], TT.UINT8, scale=0.02, zp=7)],
          [0], [1], [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
     quantized_convolutions()
+    silu()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -502,6 +503,19 @@ def quantized_convolutions():
                       DilationWFactor=dilation, DilationHFactor=dilation)
         save(name, [T(shape, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, cout], type, **out_q)], [0], [3],
              [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
+
+
+def silu():
+    """x * LOGISTIC(x) as YOLOv8 exports it (fused into one table on the fast path), and once with the
+    LOGISTIC's output also a model output, which must then be written."""
+    for name, type, x_q, s_q, o_q, outputs in [
+            ("silu_int8", TT.INT8, (0.08, 20), (1 / 256, -128), (0.04, -120), [2]),
+            ("silu_uint8", TT.UINT8, (0.05, 140), (1 / 256, 0), (0.03, 10), [2]),
+            ("silu_int8_sigmoid_also_output", TT.INT8, (0.08, 20), (1 / 256, -128), (0.04, -120), [1, 2])]:
+        tensors = [T([1, 9, 10, 7], type, scale=x_q[0], zp=x_q[1]), T([1, 9, 10, 7], type, scale=s_q[0], zp=s_q[1]),
+                   T([1, 9, 10, 7], type, scale=o_q[0], zp=o_q[1])]
+        save(name, tensors, [0], outputs, [(Op.LOGISTIC, None, [0], [1], 0, None, None),
+                                           (Op.MUL, None, [0, 1], [2], Opt.MulOptions, options("MulOptions"), None)])
 
 
 def more_pads():

@@ -137,3 +137,23 @@ void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* o
     const size_t tasks = (size_t)((context.rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
     pthreadpool_parallelize_1d(pool, conv_task, &context, tasks, 0);
 }
+
+typedef struct {
+    const uint8_t* table;
+    const uint8_t* input;
+    uint8_t* output;
+} lookup_context;
+
+static void lookup_task(void* opaque, size_t start, size_t count) {
+    const lookup_context* t = (const lookup_context*)opaque;
+    // Locals, so that stores through the byte pointer need not reload them.
+    const uint8_t* restrict table = t->table;
+    const uint8_t* restrict input = t->input + start;
+    uint8_t* restrict output = t->output + start;
+    for (size_t i = 0; i < count; i++) output[i] = table[input[i]];
+}
+
+void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool) {
+    lookup_context context = {table, input, output};
+    pthreadpool_parallelize_1d_tile_1d(pool, lookup_task, &context, count, 1 << 16, 0);
+}

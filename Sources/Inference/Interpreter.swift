@@ -196,7 +196,8 @@ public final class Interpreter {
         public var index: Int
         public var name: String
         /// Which kernels ran it: `xnnpack`, `vnni` (Spotter's AVX-512 VNNI convolution), `avx2`
-        /// (Spotter's float and 8-bit convolutions) or `reference`.
+        /// (Spotter's float and 8-bit convolutions), `silu` (8-bit `x * LOGISTIC(x)` in one table) or
+        /// `reference`.
         public var backend: String
         public var medianMilliseconds: Double
     }
@@ -217,7 +218,8 @@ public final class Interpreter {
             return OperatorTiming(
                 index: index, name: graph.operators[index].code.name,
                 backend: kernels[index] is XNNPACKKernel ? "xnnpack" : kernels[index] is VNNIConvolution ? "vnni"
-                    : kernels[index] is AVX2Convolution || kernels[index] is AVX2QuantizedConvolution ? "avx2" : "reference",
+                    : kernels[index] is AVX2Convolution || kernels[index] is AVX2QuantizedConvolution ? "avx2"
+                    : kernels[index] is SiLU || kernels[index] is SiLU.Absorbed ? "silu" : "reference",
                 medianMilliseconds: sorted[sorted.count / 2])
         }
     }

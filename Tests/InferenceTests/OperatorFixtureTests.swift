@@ -60,6 +60,21 @@ import TFLiteFormat
         #expect(actual.data.count == expected.data.count && mismatches == 0, "\(name): \(mismatches) of \(actual.data.count) bytes differ")
     }
 
+    /// YOLOv8's `x * LOGISTIC(x)` becomes one table lookup on the fast path, unless something else
+    /// reads the LOGISTIC's output; either way the bytes are LiteRT's XNNPACK bytes.
+    @Test("SiLU is one table only where the sigmoid is not needed elsewhere", arguments: [
+        ("silu_int8", "silu"), ("silu_uint8", "silu"), ("silu_int8_sigmoid_also_output", "xnnpack"),
+    ])
+    func siluIsFusedOnlyWhenSafe(_ name: String, _ backend: String) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        #expect(try interpreter.profile(runs: 1).map(\.backend) == [backend, backend], "\(name)")
+        for index in 0..<interpreter.outputCount {
+            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
+            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
+            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
+        }
+    }
+
     @Test("reference kernel matches LiteRT", arguments: cases)
     func referenceKernelMatchesLiteRT(_ name: String) throws {
         let interpreter = try Self.run(name, .reference)

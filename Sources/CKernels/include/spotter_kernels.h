@@ -49,6 +49,9 @@ typedef struct spotter_conv {
 /// Runs the convolution; rows of the output are split across the pool's threads (pool may be NULL).
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool);
 
+/// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads.
+void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool);
+
 /// 1 when the CPU and OS support AVX2 and FMA, else 0.
 int spotter_has_avx2_fma(void);
 

@@ -18,6 +18,7 @@ enum XNNPACKKernels {
         guard op.inputs.first.map({ $0 >= 0 }) ?? false, op.outputs.count == 1 else { return nil }
         let type = ctx.type(op.inputs[0])
         guard ctx.type(op.outputs[0]) == type || [.quantize, .dequantize].contains(op.code.builtin) else { return nil }
+        if [.logistic, .mul].contains(op.code.builtin), let kernel = try SiLU.make(ctx, pool: pool) { return kernel }
         switch (op.code.builtin, op.options) {
         case (.conv2D, .conv2D(let options)):
             if let kernel = try VNNIConvolution.make(ctx, pool: pool, options: options) { return kernel }

@@ -1,0 +1,109 @@
+internal import CKernels
+internal import CXNNPACK
+import TFLiteFormat
+
+/// `x * LOGISTIC(x)` on 8-bit tensors (SiLU, after every convolution of YOLOv8) in one pass: the MUL
+/// looks each byte of `x` up in a table that XNNPACK's own sigmoid and multiply operators computed
+/// for all 256 inputs at load, so the bytes are the ones the two operators would write; the
+/// LOGISTIC, whose output only that MUL reads, does nothing.
+final class SiLU: Kernel {
+    var readsConstantInputs: Bool { false }
+
+    private let input, output, count: Int
+    private let pool: ThreadPool
+    private let table: [UInt8]
+
+    /// The kernel for a LOGISTIC or MUL that is part of an 8-bit SiLU, else nil.
+    static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
+        let op = ctx.op!
+        if op.code.builtin == .logistic {
+            guard let mul = consumers(of: op.outputs[0], in: ctx.graph).first,
+                  let logistic = logistic(feeding: mul, in: ctx.graph), logistic.index == op.index else { return nil }
+            try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
+            return Absorbed()
+        }
+        guard op.code.builtin == .mul, case .mul(let activation) = op.options,
+              let logistic = logistic(feeding: op, in: ctx.graph) else { return nil }
+        return try SiLU(ctx, logistic: logistic, activation: activation, pool: pool)
+    }
+
+    /// Operators reading `tensor`.
+    private static func consumers(of tensor: Int, in graph: Subgraph) -> [OperatorInfo] {
+        graph.operators.filter { $0.inputs.contains(tensor) }
+    }
+
+    /// The LOGISTIC of `mul`'s other input, when `mul` is `x * LOGISTIC(x)` on one 8-bit type, of
+    /// one shape, and nothing else (not even the model's outputs) reads the LOGISTIC's output.
+    private static func logistic(feeding mul: OperatorInfo, in graph: Subgraph) -> OperatorInfo? {
+        guard mul.code.builtin == .mul, mul.inputs.count == 2, mul.outputs.count == 1 else { return nil }
+        for (s, x) in [(mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])] where s >= 0 && x >= 0 {
+            guard let logistic = graph.operators.first(where: { $0.code.builtin == .logistic && $0.outputs == [s] }),
+                  logistic.inputs == [x], !graph.outputs.contains(s),
+                  consumers(of: s, in: graph).map(\.index) == [mul.index] else { continue }
+            let types = [x, s, mul.outputs[0]].map { graph.tensors[$0].type }
+            guard types.allSatisfy({ $0 == types[0] }), [.int8, .uint8].contains(types[0]),
+                  graph.tensors[x].shape == graph.tensors[s].shape, graph.tensors[x].shape == graph.tensors[mul.outputs[0]].shape
+            else { continue }
+            return logistic
+        }
+        return nil
+    }
+
+    private init(_ ctx: PrepareContext, logistic: OperatorInfo, activation: FusedActivation, pool: ThreadPool) throws {
+        input = logistic.inputs[0]
+        let s = logistic.outputs[0]
+        output = ctx.output(0)
+        self.pool = pool
+        try ctx.setShape(output, ctx.shape(input))
+        count = ctx.shape(input).reduce(1, *)
+        let x = try ctx.quantized(input), y = try ctx.quantized(s), o = try ctx.quantized(output)
+        let range = FixedPoint.activationRange(activation, scale: o.scale, zeroPoint: o.zeroPoint, type: ctx.type(output))
+        let bytes = (0...255).map { UInt8($0) }
+        var sigmoid = [UInt8](repeating: 0, count: 256), product = [UInt8](repeating: 0, count: 256)
+        let signed = ctx.type(input) == .int8
+        try Self.run(ctx, "sigmoid", create: {
+            signed ? xnn_create_sigmoid_nc_qs8(1, 1, 1, Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, -128, 127, 0, $0)
+                   : xnn_create_sigmoid_nc_qu8(1, 1, 1, UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, 0, 255, 0, $0)
+        }, setup: { op in
+            signed ? xnn_setup_sigmoid_nc_qs8(op, 256, UnsafeRawPointer(bytes).assumingMemoryBound(to: Int8.self),
+                                              UnsafeMutableRawPointer(&sigmoid).assumingMemoryBound(to: Int8.self), nil)
+                   : xnn_setup_sigmoid_nc_qu8(op, 256, bytes, &sigmoid, nil)
+        })
+        var shape = [256]
+        try Self.run(ctx, "multiply", create: {
+            signed ? xnn_create_multiply_nd_qs8(Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, Int8(o.zeroPoint), o.scale,
+                                                Int8(range.min), Int8(range.max), 0, $0)
+                   : xnn_create_multiply_nd_qu8(UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, UInt8(o.zeroPoint), o.scale,
+                                                UInt8(range.min), UInt8(range.max), 0, $0)
+        }, setup: { op in
+            signed ? xnn_setup_multiply_nd_qs8(op, 1, &shape, 1, &shape, UnsafeRawPointer(bytes).assumingMemoryBound(to: Int8.self),
+                                               UnsafeRawPointer(sigmoid).assumingMemoryBound(to: Int8.self),
+                                               UnsafeMutableRawPointer(&product).assumingMemoryBound(to: Int8.self), nil)
+                   : xnn_setup_multiply_nd_qu8(op, 1, &shape, 1, &shape, bytes, sigmoid, &product, nil)
+        })
+        table = product
+    }
+
+    /// Creates, sets up and runs one XNNPACK operator on the calling thread, then deletes it.
+    private static func run(_ ctx: PrepareContext, _ name: String, create: (UnsafeMutablePointer<xnn_operator_t?>) -> xnn_status,
+                            setup: (xnn_operator_t) -> xnn_status) throws {
+        var op: xnn_operator_t?
+        guard create(&op) == xnn_status_success, let op else { throw ctx.fail("XNNPACK could not create the SiLU table's \(name)") }
+        defer { xnn_delete_operator(op) }
+        guard setup(op) == xnn_status_success, xnn_run_operator(op, nil) == xnn_status_success else {
+            throw ctx.fail("XNNPACK could not compute the SiLU table's \(name)")
+        }
+    }
+
+    func run(_ memory: TensorMemory) {
+        table.withUnsafeBufferPointer {
+            spotter_lookup_bytes($0.baseAddress, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), count, pool.active)
+        }
+    }
+
+    /// The LOGISTIC of a SiLU: its output is never read.
+    final class Absorbed: Kernel {
+        var readsConstantInputs: Bool { false }
+        func run(_ memory: TensorMemory) {}
+    }
+}
