@@ -148,16 +148,22 @@ typedef struct {
 TARGET static void conv_q8_task(void* opaque, size_t task) {
     const task_q8* t = (const task_q8*)opaque;
     const spotter_conv_q8* c = t->conv;
-    const size_t kp = pairs(c);
-    int16_t rows[MR * 2 * kp];
+    const size_t kp = pairs(c), tile_length = MR * 2 * kp;
     const int32_t first = (int32_t)task * t->tiles_per_task * MR;
     const int32_t last = first + t->tiles_per_task * MR < t->pixels ? first + t->tiles_per_task * MR : t->pixels;
-    for (int32_t p0 = first; p0 < last; p0 += MR) {
-        const int32_t count = last - p0 < MR ? last - p0 : MR;
-        fill_rows(c, t->input, p0, count, rows);
-        uint8_t* out = t->output + (size_t)p0 * c->out_c;
-        for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
-            tile(c, rows, kp, c->packed + (size_t)(n0 / NR) * kp * 2 * NR, n0, out + n0, count);
+    const int32_t tiles = (last - first + MR - 1) / MR;
+    // All of the task's widened rows first, then each block of weights (k * 32 bytes, in L1) over
+    // all of them: a tile at a time, every tile would stream all the weights again.
+    int16_t rows[(size_t)tiles * tile_length];
+    for (int32_t i = 0; i < tiles; i++) {
+        const int32_t p0 = first + i * MR;
+        fill_rows(c, t->input, p0, last - p0 < MR ? last - p0 : MR, rows + (size_t)i * tile_length);
+    }
+    for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
+        const int16_t* w = c->packed + (size_t)(n0 / NR) * kp * 2 * NR;
+        for (int32_t i = 0; i < tiles; i++) {
+            const int32_t p0 = first + i * MR;
+            tile(c, rows + (size_t)i * tile_length, kp, w, n0, t->output + (size_t)p0 * c->out_c + n0, last - p0 < MR ? last - p0 : MR);
         }
     }
 }
@@ -165,10 +171,14 @@ TARGET static void conv_q8_task(void* opaque, size_t task) {
 void spotter_conv_q8_run(const spotter_conv_q8* conv, const void* input, void* output, pthreadpool_t pool) {
     const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
     const int32_t tiles = (pixels + MR - 1) / MR;
-    // About four tasks per thread, at most 8 tiles each, so that threads finish together.
+    // About four tasks per thread so that threads finish together, at most 8 tiles each, and at
+    // most 96 KiB of widened rows on a task's stack.
     const int32_t threads = pool ? (int32_t)pthreadpool_get_threads_count(pool) : 1;
+    const int32_t fit = (int32_t)((96 * 1024) / (MR * 2 * pairs(conv) * sizeof(int16_t)));
     int32_t per_task = (tiles + 4 * threads - 1) / (4 * threads);
-    per_task = per_task < 1 ? 1 : per_task > 8 ? 8 : per_task;
+    per_task = per_task > 8 ? 8 : per_task;
+    per_task = per_task > fit ? fit : per_task;
+    per_task = per_task < 1 ? 1 : per_task;
     task_q8 context = {conv, (const uint8_t*)input, (uint8_t*)output, pixels, per_task};
     pthreadpool_parallelize_1d(pool, conv_q8_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }
