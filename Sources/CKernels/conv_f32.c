@@ -5,7 +5,8 @@
 
 // Debian's XNNPACK (2022) keeps one accumulator of its AVX2 float GEMMs on the stack, so every step
 // of the inner loop waits for a store to reach the next load; this kernel keeps all of them in
-// registers: 6 pixels x 16 channels (12 accumulators, 2 weight vectors, 1 broadcast).
+// registers: 6 pixels x 16 channels (12 accumulators, 2 weight vectors, 1 broadcast). The inner loop
+// runs along a whole filter row (k_w * in_c floats, 15 for a 5x5 filter on RGB) where it can.
 #define TARGET __attribute__((target("avx2,fma")))
 #define MR 6
 #define NR 16
@@ -52,18 +53,19 @@ TARGET static inline void store_row(float* out, int32_t W, int32_t valid, __m256
 
 /// One tile of up to MR pixels and one block of `W` channels (16 or 8, `remaining` of them real):
 /// 6 x 2 (or 6 x 1) accumulators in named variables, which the compiler keeps in registers. `rows`
-/// holds, for each tap, MR pointers to the pixels' input (or to zeros); output rows are `out_c` apart.
-TARGET static inline void tile(int32_t W, const float* const* rows, int32_t tap_count, int32_t in_c,
+/// holds, for each segment, MR pointers to `length` floats of the pixels' input (or to zeros);
+/// output rows are `out_c` apart.
+TARGET static inline void tile(int32_t W, const float* const* rows, int32_t segments, int32_t length,
                                const float* block, float* out, int32_t count, int32_t remaining, int32_t out_c,
                                __m256 lo, __m256 hi) {
     const __m256 b0 = _mm256_loadu_ps(block), b1 = W == NR ? _mm256_loadu_ps(block + 8) : b0;
     __m256 c00 = b0, c01 = b1, c10 = b0, c11 = b1, c20 = b0, c21 = b1;
     __m256 c30 = b0, c31 = b1, c40 = b0, c41 = b1, c50 = b0, c51 = b1;
     const float* w = block + W;
-    for (int32_t t = 0; t < tap_count; t++, rows += MR) {
+    for (int32_t t = 0; t < segments; t++, rows += MR) {
         const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4], *a5 = rows[5];
         if (W == NR) {
-            for (int32_t ci = 0; ci < in_c; ci++, w += NR) {
+            for (int32_t ci = 0; ci < length; ci++, w += NR) {
                 const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
                 __m256 x = _mm256_broadcast_ss(a0 + ci);
                 c00 = _mm256_fmadd_ps(x, w0, c00); c01 = _mm256_fmadd_ps(x, w1, c01);
@@ -79,7 +81,7 @@ TARGET static inline void tile(int32_t W, const float* const* rows, int32_t tap_
                 c50 = _mm256_fmadd_ps(x, w0, c50); c51 = _mm256_fmadd_ps(x, w1, c51);
             }
         } else {
-            for (int32_t ci = 0; ci < in_c; ci++, w += 8) {
+            for (int32_t ci = 0; ci < length; ci++, w += 8) {
                 const __m256 w0 = _mm256_loadu_ps(w);
                 c00 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + ci), w0, c00);
                 c10 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + ci), w0, c10);
@@ -108,21 +110,46 @@ typedef struct {
     int32_t tiles_per_task;
 } task_f32;
 
-/// Points `rows` (tap-major, MR per tap) at the input pixels of output pixels [p0, p0 + count);
-/// pixels past `count` repeat the last one.
-static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p0, int32_t count, const float** rows) {
-    const int32_t plane = c->out_h * c->out_w;
+/// With dilation 1 along x, the k_w taps of one filter row read k_w * in_c consecutive floats, so a
+/// "segment" is a whole filter row (k_h segments); otherwise a segment is one tap (in_c floats).
+/// The packed weights are in the same order either way.
+static int32_t segment_length(const spotter_conv_f32* c) { return c->dil_w == 1 ? c->k_w * c->in_c : c->in_c; }
+static int32_t segment_count(const spotter_conv_f32* c) { return c->dil_w == 1 ? c->k_h : taps(c); }
+
+/// Points `rows` (segment-major, MR per segment) at the input of output pixels [p0, p0 + count):
+/// into the input, at zeros when a segment is all padding, or at a copy in `border` with zeros
+/// where a filter row hangs over the left or right edge. Pixels past `count` repeat the last one.
+static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p0, int32_t count,
+                        const float** rows, float* border) {
+    const int32_t plane = c->out_h * c->out_w, length = segment_length(c);
     for (int m = 0; m < MR; m++) {
         const int32_t p = p0 + (m < count ? m : count - 1);
         const int32_t b = p / plane, oy = (p % plane) / c->out_w, ox = p % c->out_w;
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
         for (int32_t ky = 0, t = 0; ky < c->k_h; ky++) {
             const int32_t y = y0 + ky * c->dil_h;
+            const float* line = input + ((size_t)b * c->in_h + (size_t)(y < 0 ? 0 : y)) * c->in_w * c->in_c;
+            if (c->dil_w == 1) {
+                if (y < 0 || y >= c->in_h) {
+                    rows[t * MR + m] = c->zero;
+                } else if (x0 >= 0 && x0 + c->k_w <= c->in_w) {
+                    rows[t * MR + m] = line + (size_t)x0 * c->in_c;
+                } else {
+                    float* dst = border + ((size_t)m * c->k_h + (size_t)ky) * (size_t)length;
+                    for (int32_t kx = 0; kx < c->k_w; kx++) {
+                        const int32_t x = x0 + kx;
+                        for (int32_t ci = 0; ci < c->in_c; ci++) {
+                            dst[kx * c->in_c + ci] = x < 0 || x >= c->in_w ? 0 : line[(size_t)x * c->in_c + ci];
+                        }
+                    }
+                    rows[t * MR + m] = dst;
+                }
+                t++;
+                continue;
+            }
             for (int32_t kx = 0; kx < c->k_w; kx++, t++) {
                 const int32_t x = x0 + kx * c->dil_w;
-                rows[t * MR + m] = (y < 0 || y >= c->in_h || x < 0 || x >= c->in_w)
-                    ? c->zero
-                    : input + (((size_t)b * c->in_h + y) * c->in_w + x) * c->in_c;
+                rows[t * MR + m] = (y < 0 || y >= c->in_h || x < 0 || x >= c->in_w) ? c->zero : line + (size_t)x * c->in_c;
             }
         }
     }
@@ -131,39 +158,23 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
 TARGET static void conv_f32_task(void* opaque, size_t task) {
     const task_f32* t = (const task_f32*)opaque;
     const spotter_conv_f32* c = t->conv;
-    const int32_t tap_count = taps(c);
-    const size_t k = (size_t)tap_count * (size_t)c->in_c;
+    const size_t k = (size_t)taps(c) * (size_t)c->in_c;
+    const int32_t segments = segment_count(c), length = segment_length(c);
     const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);
-    const float* rows[tap_count * MR];
+    const float* rows[segments * MR];
+    float border[c->dil_w == 1 ? MR * k : 1];
     const int32_t first = (int32_t)task * t->tiles_per_task * MR;
     const int32_t last = first + t->tiles_per_task * MR < t->pixels ? first + t->tiles_per_task * MR : t->pixels;
-    // Few input channels (a first layer on RGB): each pixel's taps are copied into one row, so the
-    // inner loop runs over all k values at once instead of in_c at a time.
-    const int32_t copy = c->in_c < 16 && tap_count > 1;
-    float patches[copy ? MR * k : 1];
-    const float* patch_rows[MR];
-    for (int m = 0; m < MR; m++) patch_rows[m] = patches + (copy ? (size_t)m * k : 0);
     for (int32_t p0 = first; p0 < last; p0 += MR) {
         const int32_t count = last - p0 < MR ? last - p0 : MR;
-        gather_rows(c, t->input, p0, count, rows);
-        if (copy) {
-            for (int m = 0; m < MR; m++) {
-                float* dst = patches + (size_t)m * k;
-                for (int32_t tap = 0; tap < tap_count; tap++, dst += c->in_c) {
-                    const float* src = rows[tap * MR + m];
-                    for (int32_t ci = 0; ci < c->in_c; ci++) dst[ci] = src[ci];
-                }
-            }
-        }
+        gather_rows(c, t->input, p0, count, rows, border);
         float* out = t->output + (size_t)p0 * c->out_c;
         for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
             const float* block = c->packed + (size_t)n0 * (1 + k);
-            const float* const* a = copy ? patch_rows : rows;
-            const int32_t a_taps = copy ? 1 : tap_count, a_k = copy ? (int32_t)k : c->in_c;
             if (block_width(c, n0) == NR) {
-                tile(NR, a, a_taps, a_k, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
+                tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
             } else {
-                tile(8, a, a_taps, a_k, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
+                tile(8, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
             }
         }
     }

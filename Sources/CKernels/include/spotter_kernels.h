@@ -56,13 +56,14 @@ void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* o
 int spotter_has_avx2_fma(void);
 
 /// A float32 NHWC convolution (TFLite's CONV_2D: OHWI weights, one group) on AVX2 and FMA, tiles of
-/// 6 pixels by 16 channels, each tap read through a pointer to its input pixel (zeros in padding).
+/// 6 pixels by 16 channels, each filter row (each tap when dilated along x) read through a pointer
+/// into the input, to zeros, or to a copy where the row hangs over an edge.
 typedef struct spotter_conv_f32 {
     int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
     float out_min, out_max;      ///< the fused activation's clamp
     const float* packed;         ///< made by spotter_conv_f32_pack
-    const float* zero;           ///< in_c zeros, read for taps in the padding
+    const float* zero;           ///< k_w * in_c zeros, read for filter rows in the padding
 } spotter_conv_f32;
 
 /// Floats spotter_conv_f32_pack writes: blocks of 16 channels (the last of 8 when at most 8 remain),

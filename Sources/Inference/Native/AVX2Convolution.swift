@@ -13,8 +13,9 @@ final class AVX2Convolution: Kernel {
     /// Whether this CPU can run the kernel (checked once per process).
     static let isAvailable = spotter_has_avx2_fma() != 0
 
-    /// Kernels with more taps run on XNNPACK: the kernel keeps a pointer per tap and pixel on the stack.
-    static let maximumTaps = 64
+    /// Longer receptive fields run on XNNPACK: each thread keeps six of them (for pixels at an edge)
+    /// on its stack.
+    static let maximumFieldLength = 8192
 
     private let input, output: Int
     private let pool: ThreadPool
@@ -30,7 +31,7 @@ final class AVX2Convolution: Kernel {
         guard isAvailable, ctx.type(input) == .float32, ctx.type(ctx.output(0)) == .float32,
               ctx.type(filter) == .float32 || ctx.isHybrid(input: input, weights: filter),
               ctx.isConstant(filter), ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
-              ctx.shape(filter)[1] * ctx.shape(filter)[2] <= maximumTaps,
+              ctx.shape(filter).dropFirst().reduce(1, *) <= maximumFieldLength,
               !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
         return try AVX2Convolution(ctx, pool: pool, options: options)
     }
@@ -57,7 +58,7 @@ final class AVX2Convolution: Kernel {
         if let bias, bias.count != channels { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
 
         packed = .allocate(capacity: withUnsafePointer(to: &conv) { spotter_conv_f32_packed_count($0) })
-        zeros = .allocate(capacity: max(1, g.inputChannels))
+        zeros = .allocate(capacity: max(1, g.filterWidth * g.inputChannels))
         zeros.initialize(repeating: 0)
         withUnsafePointer(to: &conv) { conv in
             weights.withUnsafeBufferPointer { w in
