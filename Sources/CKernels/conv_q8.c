@@ -70,6 +70,12 @@ TARGET static void fill_rows(const spotter_conv_q8* c, const uint8_t* input, int
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
         for (int32_t ky = 0; ky < c->k_h; ky++) {
             const int32_t y = y0 + ky * c->dil_h;
+            if (c->dil_w == 1 && y >= 0 && y < c->in_h && x0 >= 0 && x0 + c->k_w <= c->in_w) {
+                // The whole filter row is inside: k_w * in_c consecutive bytes.
+                widen(c, input + (((size_t)b * c->in_h + y) * c->in_w + x0) * c->in_c, dst, c->k_w * c->in_c);
+                dst += c->k_w * c->in_c;
+                continue;
+            }
             for (int32_t kx = 0; kx < c->k_w; kx++, dst += c->in_c) {
                 const int32_t x = x0 + kx * c->dil_w;
                 if (y < 0 || y >= c->in_h || x < 0 || x >= c->in_w) {
