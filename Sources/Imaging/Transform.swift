@@ -86,7 +86,7 @@ extension Image {
                     for i in 0..<rowLength {
                         var sum: Float = 0
                         for tap in taps { sum += rows[tap.index * rowLength + i] * tap.weight }
-                        dst[y * rowLength + i] = UInt8(clamping: Int((sum + 0.5).rounded(.down)))
+                        dst[y * rowLength + i] = UInt8(clamping: Rounding.floor(sum + 0.5))
                     }
                 }
             }

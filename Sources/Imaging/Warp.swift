@@ -17,12 +17,6 @@ extension Image {
         // OpenCV's fused multiply-adds, computed in Double (the float product is exact there) and
         // rounded once to Float: without -mfma, Float.addingProduct is a libm call per use.
         @inline(__always) func fused(_ a: Float, _ b: Float, _ c: Float) -> Float { Float(Double(a) * Double(b) + Double(c)) }
-        // Float.rounded is a libm call per use without SSE4.1 (floorf, rintf): five per pixel made
-        // the warp several times slower. Exact replacements for the ranges used here:
-        // |v| < 1e9 for floor, |v| < 2^22 for round half to even (adding 1.5 * 2^23 leaves no
-        // fraction bits, so the addition itself rounds, to even).
-        @inline(__always) func floor(_ v: Float) -> Int { let i = Int(v); return Float(i) > v ? i - 1 : i }
-        @inline(__always) func nearestEven(_ v: Float) -> Float { (v + 12_582_912) - 12_582_912 }
         out.data.withUnsafeMutableBufferPointer { dst in
             data.withUnsafeBufferPointer { src in
                 func at(_ px: Int, _ py: Int, _ c: Int) -> Float {
@@ -39,7 +33,8 @@ extension Image {
                             for c in 0..<channels { dst[d + c] = fill }
                             continue
                         }
-                        let ix = floor(sx), iy = floor(sy)
+                        // Not Float.rounded: five libm calls per pixel made the warp several times slower.
+                        let ix = Rounding.floor(sx), iy = Rounding.floor(sy)
                         let alpha = sx - Float(ix), beta = sy - Float(iy)
                         if ix < -1 || iy < -1 || ix >= w || iy >= h {
                             for c in 0..<channels { dst[d + c] = fill }
@@ -56,7 +51,7 @@ extension Image {
                                 (p00, p01, p10, p11) = (at(ix, iy, c), at(ix + 1, iy, c), at(ix, iy + 1, c), at(ix + 1, iy + 1, c))
                             }
                             let top = fused(alpha, p01 - p00, p00), bottom = fused(alpha, p11 - p10, p10)
-                            let value = nearestEven(fused(beta, bottom - top, top))
+                            let value = Rounding.nearestEven(fused(beta, bottom - top, top))
                             dst[d + c] = UInt8(min(max(value, 0), 255))
                         }
                     }

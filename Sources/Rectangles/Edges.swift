@@ -45,7 +45,7 @@ struct Luma {
     /// Bilinear luma at continuous coordinates (pixel centres at `i + 0.5`).
     func sample(_ x: Double, _ y: Double) -> Float {
         let fx = x - 0.5, fy = y - 0.5
-        let x0 = Int(fx.rounded(.down)), y0 = Int(fy.rounded(.down))
+        let x0 = Rounding.floor(fx), y0 = Rounding.floor(fy)
         let ax = Float(fx - Double(x0)), ay = Float(fy - Double(y0))
         let top = value(x: x0, y: y0) * (1 - ax) + value(x: x0 + 1, y: y0) * ax
         let bottom = value(x: x0, y: y0 + 1) * (1 - ax) + value(x: x0 + 1, y: y0 + 1) * ax

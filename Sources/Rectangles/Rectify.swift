@@ -54,7 +54,7 @@ extension RectangleObservation {
                     for u in 0..<width {
                         let p = map.apply(Point(x: Double(u) + 0.5, y: Double(v) + 0.5))
                         let fx = p.x - 0.5, fy = p.y - 0.5
-                        let x0 = Int(fx.rounded(.down)), y0 = Int(fy.rounded(.down))
+                        let x0 = Rounding.floor(fx), y0 = Rounding.floor(fy)
                         let ax = fx - Double(x0), ay = fy - Double(y0)
                         let xa = min(max(x0, 0), maxX), xb = min(max(x0 + 1, 0), maxX)
                         let ya = min(max(y0, 0), maxY), yb = min(max(y0 + 1, 0), maxY)
