@@ -449,6 +449,7 @@ def main():
          [0], [1], [(Op.QUANTIZE, None, [0], [1], 0, None, None)])
     quantized_convolutions()
     silu()
+    quantized_depthwise()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -503,6 +504,34 @@ def quantized_convolutions():
                       DilationWFactor=dilation, DilationHFactor=dilation)
         save(name, [T(shape, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, cout], type, **out_q)], [0], [3],
              [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
+
+
+def quantized_depthwise():
+    """8-bit DEPTHWISE_CONV_2D with channels not a multiple of 8, padding on every side, stride 2,
+    dilation, batches."""
+    cases = [  # name, type, input shape, kernel, stride, dilation, padding, activation
+        ("depthwise_uint8_3x3_s2_c21_batch2", TT.UINT8, [2, 9, 8, 21], 3, 2, 1, Padding.SAME, Act.RELU6),
+        ("depthwise_int8_5x5_c19_same", TT.INT8, [1, 7, 9, 19], 5, 1, 1, Padding.SAME, Act.NONE),
+        ("depthwise_int8_3x3_dilated_c16", TT.INT8, [1, 10, 11, 16], 3, 1, 2, Padding.VALID, Act.RELU),
+    ]
+    for name, type, shape, k, stride, dilation, padding, act in cases:
+        c, (h, w) = shape[3], shape[1:3]
+        span = (k - 1) * dilation + 1
+        oh, ow = [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
+        fshape = [1, k, k, c]
+        in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
+        if type == TT.UINT8:
+            f_s, f_zp = np.float32(0.01), 125
+        else:
+            f_s, f_zp = rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64)
+        filt = T(fshape, type, data=quantized_weights(fshape, type), scale=f_s, zp=f_zp, qdim=3)
+        b_s = np.float32(in_s) * np.atleast_1d(f_s).astype(np.float32)
+        bias = T([c], TT.INT32, data=rng.integers(-3000, 3000, [c]).astype(np.int32), scale=b_s, zp=np.zeros(len(b_s), np.int64))
+        out_q = {"scale": 0.05, "zp": 100} if type == TT.UINT8 else {"scale": 0.04, "zp": -3}
+        opt = options("DepthwiseConv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, DepthMultiplier=1,
+                      FusedActivationFunction=act, DilationWFactor=dilation, DilationHFactor=dilation)
+        save(name, [T(shape, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, c], type, **out_q)], [0], [3],
+             [(Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions, opt, None)])
 
 
 def silu():
