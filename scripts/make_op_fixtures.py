@@ -454,6 +454,26 @@ def main():
     write_invalid_models()
 
 
+def output_size(h, w, k, stride, dilation, padding):
+    """Output height and width of a convolution as TFLite computes them."""
+    span = (k - 1) * dilation + 1
+    return [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
+
+
+def quantized_filter(type, fshape, channels, qdim, uint8_zero, int8_scales):
+    """Input quantization, filter and bias of an 8-bit convolution: uint8 per-tensor with a zero
+    point, int8 per-channel with scales drawn from `int8_scales`."""
+    in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
+    if type == TT.UINT8:
+        f_s, f_zp = np.float32(0.01), uint8_zero
+    else:
+        f_s, f_zp = rng.uniform(*int8_scales, channels).astype(np.float32), np.zeros(channels, np.int64)
+    filt = T(fshape, type, data=quantized_weights(fshape, type), scale=f_s, zp=f_zp, qdim=qdim)
+    b_s = np.float32(in_s) * np.atleast_1d(f_s).astype(np.float32)
+    bias = T([channels], TT.INT32, data=rng.integers(-3000, 3000, [channels]).astype(np.int32), scale=b_s, zp=np.zeros(len(b_s), np.int64))
+    return (in_s, in_zp), filt, bias
+
+
 def float_convolutions():
     """Float CONV_2D shapes that exercise every path of the AVX2 kernel: blocks of 16 and 8 channels
     with a partial last one, pixel tiles with a partial last one, padding taps, dilation, batches and
@@ -465,9 +485,8 @@ def float_convolutions():
         ("conv2d_float32_3x3_c33_to_16_same", [1, 6, 9, 33], 3, 1, 1, Padding.SAME, 16, Act.NONE),
     ]
     for name, shape, k, stride, dilation, padding, cout, act in cases:
-        cin, (h, w) = shape[3], shape[1:3]
-        span = (k - 1) * dilation + 1
-        oh, ow = [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
+        cin = shape[3]
+        oh, ow = output_size(shape[1], shape[2], k, stride, dilation, padding)
         filt = T([cout, k, k, cin], TT.FLOAT32, data=rng.normal(0, 0.3, [cout, k, k, cin]).astype(np.float32))
         bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.5, [cout]).astype(np.float32))
         opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
@@ -487,18 +506,8 @@ def quantized_convolutions():
         ("conv2d_uint8_5x5_s2_rgb_to_24", TT.UINT8, [1, 17, 13, 3], 5, 2, 1, Padding.SAME, 24, Act.NONE),
     ]
     for name, type, shape, k, stride, dilation, padding, cout, act in cases:
-        cin, (h, w) = shape[3], shape[1:3]
-        span = (k - 1) * dilation + 1
-        oh, ow = [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
-        fshape = [cout, k, k, cin]
-        in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
-        if type == TT.UINT8:
-            f_s, f_zp = np.float32(0.01), 131
-        else:
-            f_s, f_zp = rng.uniform(0.002, 0.01, cout).astype(np.float32), np.zeros(cout, np.int64)
-        filt = T(fshape, type, data=quantized_weights(fshape, type), scale=f_s, zp=f_zp, qdim=0)
-        b_s = np.float32(in_s) * np.atleast_1d(f_s).astype(np.float32)
-        bias = T([cout], TT.INT32, data=rng.integers(-3000, 3000, [cout]).astype(np.int32), scale=b_s, zp=np.zeros(len(b_s), np.int64))
+        oh, ow = output_size(shape[1], shape[2], k, stride, dilation, padding)
+        (in_s, in_zp), filt, bias = quantized_filter(type, [cout, k, k, shape[3]], cout, 0, 131, (0.002, 0.01))
         out_q = {"scale": 0.08, "zp": 90} if type == TT.UINT8 else {"scale": 0.06, "zp": 4}
         opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
                       DilationWFactor=dilation, DilationHFactor=dilation)
@@ -515,18 +524,9 @@ def quantized_depthwise():
         ("depthwise_int8_3x3_dilated_c16", TT.INT8, [1, 10, 11, 16], 3, 1, 2, Padding.VALID, Act.RELU),
     ]
     for name, type, shape, k, stride, dilation, padding, act in cases:
-        c, (h, w) = shape[3], shape[1:3]
-        span = (k - 1) * dilation + 1
-        oh, ow = [(n + stride - 1) // stride if padding == Padding.SAME else (n - span) // stride + 1 for n in (h, w)]
-        fshape = [1, k, k, c]
-        in_s, in_zp = (0.02, 120) if type == TT.UINT8 else (0.03, -5)
-        if type == TT.UINT8:
-            f_s, f_zp = np.float32(0.01), 125
-        else:
-            f_s, f_zp = rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64)
-        filt = T(fshape, type, data=quantized_weights(fshape, type), scale=f_s, zp=f_zp, qdim=3)
-        b_s = np.float32(in_s) * np.atleast_1d(f_s).astype(np.float32)
-        bias = T([c], TT.INT32, data=rng.integers(-3000, 3000, [c]).astype(np.int32), scale=b_s, zp=np.zeros(len(b_s), np.int64))
+        c = shape[3]
+        oh, ow = output_size(shape[1], shape[2], k, stride, dilation, padding)
+        (in_s, in_zp), filt, bias = quantized_filter(type, [1, k, k, c], c, 3, 125, (0.002, 0.02))
         out_q = {"scale": 0.05, "zp": 100} if type == TT.UINT8 else {"scale": 0.04, "zp": -3}
         opt = options("DepthwiseConv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, DepthMultiplier=1,
                       FusedActivationFunction=act, DilationWFactor=dilation, DilationHFactor=dilation)
