@@ -1,4 +1,5 @@
 #include "spotter_kernels.h"
+#include "tiles.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -163,8 +164,8 @@ TARGET static void conv_f32_task(void* opaque, size_t task) {
     const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);
     const float* rows[segments * MR];
     float border[c->dil_w == 1 ? MR * k : 1];
-    const int32_t first = (int32_t)task * t->tiles_per_task * MR;
-    const int32_t last = first + t->tiles_per_task * MR < t->pixels ? first + t->tiles_per_task * MR : t->pixels;
+    int32_t first, last;
+    spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);
     for (int32_t p0 = first; p0 < last; p0 += MR) {
         const int32_t count = last - p0 < MR ? last - p0 : MR;
         gather_rows(c, t->input, p0, count, rows, border);
@@ -183,10 +184,7 @@ TARGET static void conv_f32_task(void* opaque, size_t task) {
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool) {
     const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
     const int32_t tiles = (pixels + MR - 1) / MR;
-    // About four tasks per thread, at most 8 tiles each, so that threads finish together.
-    const int32_t threads = pool ? (int32_t)pthreadpool_get_threads_count(pool) : 1;
-    int32_t per_task = (tiles + 4 * threads - 1) / (4 * threads);
-    per_task = per_task < 1 ? 1 : per_task > 8 ? 8 : per_task;
+    const int32_t per_task = spotter_tiles_per_task(tiles, pool, 8);
     task_f32 context = {conv, input, output, pixels, per_task};
     pthreadpool_parallelize_1d(pool, conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }

@@ -1,4 +1,5 @@
 #include "spotter_kernels.h"
+#include "tiles.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -155,8 +156,8 @@ TARGET static void conv_q8_task(void* opaque, size_t task) {
     const task_q8* t = (const task_q8*)opaque;
     const spotter_conv_q8* c = t->conv;
     const size_t kp = pairs(c), tile_length = MR * 2 * kp;
-    const int32_t first = (int32_t)task * t->tiles_per_task * MR;
-    const int32_t last = first + t->tiles_per_task * MR < t->pixels ? first + t->tiles_per_task * MR : t->pixels;
+    int32_t first, last;
+    spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);
     const int32_t tiles = (last - first + MR - 1) / MR;
     // All of the task's widened rows first, then each block of weights (k * 32 bytes, in L1) over
     // all of them: a tile at a time, every tile would stream all the weights again.
@@ -177,14 +178,9 @@ TARGET static void conv_q8_task(void* opaque, size_t task) {
 void spotter_conv_q8_run(const spotter_conv_q8* conv, const void* input, void* output, pthreadpool_t pool) {
     const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
     const int32_t tiles = (pixels + MR - 1) / MR;
-    // About four tasks per thread so that threads finish together, at most 8 tiles each, and at
-    // most 96 KiB of widened rows on a task's stack.
-    const int32_t threads = pool ? (int32_t)pthreadpool_get_threads_count(pool) : 1;
+    // At most 96 KiB of widened rows on a task's stack.
     const int32_t fit = (int32_t)((96 * 1024) / (MR * 2 * pairs(conv) * sizeof(int16_t)));
-    int32_t per_task = (tiles + 4 * threads - 1) / (4 * threads);
-    per_task = per_task > 8 ? 8 : per_task;
-    per_task = per_task > fit ? fit : per_task;
-    per_task = per_task < 1 ? 1 : per_task;
+    const int32_t per_task = spotter_tiles_per_task(tiles, pool, fit);
     task_q8 context = {conv, (const uint8_t*)input, (uint8_t*)output, pixels, per_task};
     pthreadpool_parallelize_1d(pool, conv_q8_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }
