@@ -450,6 +450,11 @@ def main():
     quantized_convolutions()
     silu()
     quantized_depthwise()
+    # Axes that merge into a matrix transpose (YOLOv8's NHWC to NCHW, larger than one 32x32 tile),
+    # into one with a size-1 axis between, and a transpose whose last axis stays last.
+    transpose("transpose_int8_nhwc_to_nchw", TT.INT8, [1, 40, 9, 37], [0, 3, 1, 2])
+    transpose("transpose_uint8_matrix_past_ones", TT.UINT8, [3, 1, 5, 40], [2, 3, 1, 0])
+    transpose("transpose_int8_last_axis_kept", TT.INT8, [1, 4, 16, 50], [0, 2, 1, 3])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

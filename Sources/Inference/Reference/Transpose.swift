@@ -9,6 +9,8 @@ final class Transpose: Kernel {
     /// stride along it.
     let counts: [Int]
     let strides: [Int]
+    /// Set when the transpose is a [rows, columns] matrix transposed.
+    let matrix: (rows: Int, columns: Int)?
 
     init(_ ctx: PrepareContext) throws {
         input = ctx.input(0)
@@ -24,12 +26,23 @@ final class Transpose: Kernel {
         guard rank <= Self.maxRank, perm.count == rank, perm.sorted() == Array(0..<rank) else {
             throw ctx.fail("permutation \(perm) does not fit the input shape \(shape)")
         }
-        var inputStrides = [Int](repeating: 1, count: rank)
-        for axis in stride(from: rank - 2, through: 0, by: -1) { inputStrides[axis] = inputStrides[axis + 1] * shape[axis + 1] }
         try ctx.setShape(output, perm.map { shape[$0] })
-        let padding = Self.maxRank - rank
-        counts = [Int](repeating: 1, count: padding) + perm.map { shape[$0] }
-        strides = [Int](repeating: 0, count: padding) + perm.map { inputStrides[$0] }
+        // Input axes of size 1 drop out, and input axes that stay next to each other in the same
+        // order merge: YOLOv8's [1, 80, 80, 144] -> [1, 144, 80, 80] is a [6400, 144] matrix transposed.
+        var dims: [[Int]] = []   // runs of input axes, in output order
+        for axis in perm where shape[axis] != 1 {
+            if let last = dims.last?.last, last + 1 == axis { dims[dims.count - 1].append(axis) } else { dims.append([axis]) }
+        }
+        let order = dims.sorted { $0[0] < $1[0] }
+        let sizes = order.map { $0.reduce(1) { $0 * shape[$1] } }
+        var mergedStrides = [Int](repeating: 1, count: order.count)
+        for i in stride(from: order.count - 2, through: 0, by: -1) { mergedStrides[i] = mergedStrides[i + 1] * sizes[i + 1] }
+        let outputAxes = dims.map { run in order.firstIndex { $0 == run }! }
+        let padding = Self.maxRank - outputAxes.count
+        counts = [Int](repeating: 1, count: padding) + outputAxes.map { sizes[$0] }
+        strides = [Int](repeating: 0, count: padding) + outputAxes.map { mergedStrides[$0] }
+        // Two merged axes swapped: a matrix transpose, done in cache-sized tiles.
+        matrix = outputAxes == [1, 0] ? (rows: sizes[0], columns: sizes[1]) : nil
     }
 
     func run(_ memory: TensorMemory) {
@@ -44,6 +57,17 @@ final class Transpose: Kernel {
 
     private func copy<T>(_: T.Type, _ source: UnsafeMutableRawPointer, _ target: UnsafeMutableRawPointer) {
         let from = source.assumingMemoryBound(to: T.self), to = target.assumingMemoryBound(to: T.self)
+        if let (rows, columns) = matrix {
+            let tile = 32
+            for r0 in stride(from: 0, to: rows, by: tile) {
+                for c0 in stride(from: 0, to: columns, by: tile) {
+                    for c in c0..<min(c0 + tile, columns) {
+                        for r in r0..<min(r0 + tile, rows) { to[c &* rows &+ r] = from[r &* columns &+ c] }
+                    }
+                }
+            }
+            return
+        }
         let c = counts, s = strides
         var written = 0
         for a in 0..<c[0] {
