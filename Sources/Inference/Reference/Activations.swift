@@ -162,16 +162,19 @@ final class Softmax: Kernel {
         }
     }
 
-    func run(_ memory: TensorMemory) {
+    func run(_ memory: TensorMemory) { run(memory, rows: 0..<rows) }
+
+    /// Rows are independent: the XNNPACK backend runs ranges of them across its threads.
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
         switch type {
-        case .float32: runFloat(memory.typed(input, Float.self), memory.typed(output, Float.self))
-        case .uint8: runQuantized(memory.typed(input, UInt8.self), memory.typed(output, UInt8.self))
-        default: runQuantized(memory.typed(input, Int8.self), memory.typed(output, Int8.self))
+        case .float32: runFloat(memory.typed(input, Float.self), memory.typed(output, Float.self), range)
+        case .uint8: runQuantized(memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), range)
+        default: runQuantized(memory.typed(input, Int8.self), memory.typed(output, Int8.self), range)
         }
     }
 
-    private func runFloat(_ src: UnsafeMutablePointer<Float>, _ dst: UnsafeMutablePointer<Float>) {
-        for r in 0..<rows {
+    private func runFloat(_ src: UnsafeMutablePointer<Float>, _ dst: UnsafeMutablePointer<Float>, _ range: Range<Int>) {
+        for r in range {
             let x = src + r * depth, y = dst + r * depth
             var maximum = x[0]
             for j in 1..<depth { maximum = max(maximum, x[j]) }
@@ -184,13 +187,13 @@ final class Softmax: Kernel {
         }
     }
 
-    private func runQuantized<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>) {
+    private func runQuantized<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>, _ range: Range<Int>) {
         let limits = (min: Int32(T.min), max: Int32(T.max))
         table.withUnsafeBufferPointer { table in
             let table = table.baseAddress!
             withUnsafeTemporaryAllocation(of: Float.self, capacity: depth) { exps in
                 let exps = exps.baseAddress!
-                for r in 0..<rows {
+                for r in range {
                     let x = src + r &* depth, y = dst + r &* depth
                     var maximum = Int32(T.min)
                     for j in 0..<depth { maximum = max(maximum, Int32(x[j])) }

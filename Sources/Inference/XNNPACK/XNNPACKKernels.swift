@@ -369,6 +369,9 @@ enum XNNPACKKernels {
             }, setup: { op, m, p in
                 xnn_setup_softmax_nc_qu8(op, rows, m.typed(input, UInt8.self), m.typed(output, UInt8.self), p)
             })
+        case .int8:
+            // Debian's XNNPACK has no int8 softmax: the reference kernel's rows, across the threads.
+            return PooledSoftmax(try Softmax(ctx, beta: beta), rows: rows, pool: pool)
         default:
             return nil
         }
