@@ -127,7 +127,7 @@ final class QuantizedRelu<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
 /// SOFTMAX over the last dimension. Float: `exp((x - max) * beta) / sum`. Quantized: a table of
 /// `exp(-scale * beta * d)` for the 256 possible distances `d` from the row's maximum, as TFLite's
 /// `PopulateSoftmaxLookupTable` and table-driven `Softmax`.
-final class Softmax: Kernel {
+final class Softmax: RowKernel {
     let input, output: Int
     let type: TensorType
     let rows, depth: Int
@@ -161,6 +161,8 @@ final class Softmax: Kernel {
             outputZeroPoint = o.zeroPoint
         }
     }
+
+    var rowCount: Int { rows }
 
     func run(_ memory: TensorMemory) { run(memory, rows: 0..<rows) }
 

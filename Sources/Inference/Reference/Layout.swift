@@ -60,7 +60,7 @@ final class Reshape: Kernel {
 /// CONCATENATION; quantized inputs whose scale or zero point differ from the output's are
 /// requantized with TFLite's float formula (`ConcatenationWithScaling`), precomputed at load as a
 /// 256-entry table per input (the result depends on the 8-bit input value alone).
-final class Concatenation: Kernel {
+final class Concatenation: RowKernel {
     struct Part {
         var tensor: Int
         var chunk: Int
@@ -119,9 +119,15 @@ final class Concatenation: Kernel {
         }
     }
 
-    func run(_ memory: TensorMemory) {
-        var out = memory.raw(output)
-        for k in 0..<outer {
+    /// One row: every input's chunk for one index of the axes before the concatenation axis.
+    var rowCount: Int { outer }
+    var rowBytes: Int { parts.reduce(0) { $0 + $1.chunk } * elementSize }
+
+    func run(_ memory: TensorMemory) { run(memory, rows: 0..<outer) }
+
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
+        var out = memory.raw(output) + range.lowerBound * rowBytes
+        for k in range {
             for part in parts {
                 let src = memory.raw(part.tensor) + k * part.chunk * elementSize
                 if let table = part.table {
@@ -136,8 +142,9 @@ final class Concatenation: Kernel {
             }
         }
         if let clamp = floatClamp {
+            let width = rowBytes / elementSize
             let values = memory.typed(output, Float.self)
-            for i in 0..<(outer * parts.reduce(0) { $0 + $1.chunk }) { values[i] = min(max(values[i], clamp.min), clamp.max) }
+            for i in (range.lowerBound * width)..<(range.upperBound * width) { values[i] = min(max(values[i], clamp.min), clamp.max) }
         }
     }
 }

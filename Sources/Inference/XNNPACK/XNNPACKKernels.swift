@@ -39,6 +39,9 @@ enum XNNPACKKernels {
             return try softmax(ctx, pool, beta: beta)
         case (.quantize, _), (.dequantize, _):
             return try convert(ctx, pool)
+        case (.concatenation, .concatenation(let axis, let activation)) where [.int8, .uint8].contains(type):
+            let concatenation = try Concatenation(ctx, axis: axis, activation: activation)
+            return PooledRows(concatenation, rowBytes: concatenation.rowBytes, pool: pool)
         case (.resizeBilinear, .resizeBilinear(let options)):
             return try resize(ctx, pool, options)
         case (.relu, _), (.relu6, _):
@@ -371,7 +374,7 @@ enum XNNPACKKernels {
             })
         case .int8:
             // Debian's XNNPACK has no int8 softmax: the reference kernel's rows, across the threads.
-            return PooledSoftmax(try Softmax(ctx, beta: beta), rows: rows, pool: pool)
+            return PooledRows(try Softmax(ctx, beta: beta), rowBytes: depth, pool: pool)
         default:
             return nil
         }
