@@ -58,30 +58,34 @@ final class SiLU: Kernel {
         count = ctx.shape(input).reduce(1, *)
         let x = try ctx.quantized(input), y = try ctx.quantized(s), o = try ctx.quantized(output)
         let range = FixedPoint.activationRange(activation, scale: o.scale, zeroPoint: o.zeroPoint, type: ctx.type(output))
-        let bytes = (0...255).map { UInt8($0) }
-        var sigmoid = [UInt8](repeating: 0, count: 256), product = [UInt8](repeating: 0, count: 256)
+        // XNNPACK keeps the pointers given at setup until the run: one buffer that outlives both,
+        // holding the 256 input bytes, their sigmoid and the product.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 3 * 256, alignment: 64)
+        defer { buffer.deallocate() }
+        for byte in 0..<256 { buffer[byte] = UInt8(byte) }
+        let bytes = buffer.baseAddress!, sigmoid = bytes + 256, product = bytes + 512
         let signed = ctx.type(input) == .int8
         try Self.run(ctx, "sigmoid", create: {
             signed ? xnn_create_sigmoid_nc_qs8(1, 1, 1, Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, -128, 127, 0, $0)
                    : xnn_create_sigmoid_nc_qu8(1, 1, 1, UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, 0, 255, 0, $0)
         }, setup: { op in
-            signed ? xnn_setup_sigmoid_nc_qs8(op, 256, UnsafeRawPointer(bytes).assumingMemoryBound(to: Int8.self),
-                                              UnsafeMutableRawPointer(&sigmoid).assumingMemoryBound(to: Int8.self), nil)
-                   : xnn_setup_sigmoid_nc_qu8(op, 256, bytes, &sigmoid, nil)
+            signed ? xnn_setup_sigmoid_nc_qs8(op, 256, bytes.assumingMemoryBound(to: Int8.self), sigmoid.assumingMemoryBound(to: Int8.self), nil)
+                   : xnn_setup_sigmoid_nc_qu8(op, 256, bytes.assumingMemoryBound(to: UInt8.self), sigmoid.assumingMemoryBound(to: UInt8.self), nil)
         })
-        var shape = [256]
+        var shape = 256
         try Self.run(ctx, "multiply", create: {
             signed ? xnn_create_multiply_nd_qs8(Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, Int8(o.zeroPoint), o.scale,
                                                 Int8(range.min), Int8(range.max), 0, $0)
                    : xnn_create_multiply_nd_qu8(UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, UInt8(o.zeroPoint), o.scale,
                                                 UInt8(range.min), UInt8(range.max), 0, $0)
         }, setup: { op in
-            signed ? xnn_setup_multiply_nd_qs8(op, 1, &shape, 1, &shape, UnsafeRawPointer(bytes).assumingMemoryBound(to: Int8.self),
-                                               UnsafeRawPointer(sigmoid).assumingMemoryBound(to: Int8.self),
-                                               UnsafeMutableRawPointer(&product).assumingMemoryBound(to: Int8.self), nil)
-                   : xnn_setup_multiply_nd_qu8(op, 1, &shape, 1, &shape, bytes, sigmoid, &product, nil)
+            // The shapes are read during setup only.
+            signed ? xnn_setup_multiply_nd_qs8(op, 1, &shape, 1, &shape, bytes.assumingMemoryBound(to: Int8.self),
+                                               sigmoid.assumingMemoryBound(to: Int8.self), product.assumingMemoryBound(to: Int8.self), nil)
+                   : xnn_setup_multiply_nd_qu8(op, 1, &shape, 1, &shape, bytes.assumingMemoryBound(to: UInt8.self),
+                                               sigmoid.assumingMemoryBound(to: UInt8.self), product.assumingMemoryBound(to: UInt8.self), nil)
         })
-        table = product
+        table = Array(UnsafeRawBufferPointer(start: product, count: 256))
     }
 
     /// Creates, sets up and runs one XNNPACK operator on the calling thread, then deletes it.
