@@ -157,19 +157,27 @@ func temporaryDirectory(_ name: String) throws -> URL {
     static let spotter = Fixtures.spotter
 
     @Test func liveStreamDropsFramesWhileTheDetectorIsBusyAndStaysCurrent() throws {
-        let port = Int.random(in: 20_000...40_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["ffmpeg", "-v", "error", "-re", "-i", Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path,
-                            "-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:\(port)?listen=1"]
-        try server.run()
-        defer { server.terminate() }
+        // FFmpeg serves the clip at real-time pace on a random port; on a busy machine it can take
+        // seconds to listen, and a port already taken makes it exit: up to three ports, 20 s each.
+        var server: Process?
         var reader: VideoReader?
-        for _ in 0..<50 where reader == nil {
-            reader = try? VideoReader(path: "tcp://127.0.0.1:\(port)")
-            if reader == nil { Thread.sleep(forTimeInterval: 0.1) }
+        for _ in 0..<3 where reader == nil {
+            let port = Int.random(in: 20_000...40_000)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["ffmpeg", "-v", "error", "-re", "-i", Fixtures.shared.appendingPathComponent("videos/asl-walk.mkv").path,
+                                 "-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:\(port)?listen=1"]
+            try process.run()
+            server = process
+            let deadline = Date().addingTimeInterval(20)
+            while reader == nil, process.isRunning, Date() < deadline {
+                reader = try? VideoReader(path: "tcp://127.0.0.1:\(port)")
+                if reader == nil { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            if reader == nil { process.terminate() }
         }
-        let live = try #require(reader)
+        defer { server?.terminate() }
+        let live = try #require(reader, "no FFmpeg TCP server answered on three ports")
         #expect(live.info.isLive)
         let start = Date()
         let lags = LagLog()
