@@ -5,8 +5,9 @@ import Imaging
 struct Quad {
     var corners: [Point]
     var confidence: Double
-    /// Ordering key: confidence, with a small preference for larger outlines (the page over the
-    /// photo printed on it).
+    /// Ordering key: confidence, plus the share of the outline with contrast across it (a boundary
+    /// has it all along, an outline through texture in patches), with a preference for larger
+    /// outlines (the page over the photo printed on it).
     var rank: Double
 }
 
@@ -117,33 +118,35 @@ struct QuadFinder {
         loose.maximumAspectRatio = min(1, options.maximumAspectRatio + 0.05)
         loose.minimumSize = options.minimumSize * 0.9
         guard RectangleDetector.passes(full, options: loose, imageSize: imageSize) else { return nil }
-        var hits = 0.0, total = 0.0
+        var hits = 0.0, total = 0.0, contrasted = 0.0
         for side in 0..<4 {
-            guard let (found, samples) = support(from: points[side], to: points[(side + 1) % 4]) else { return nil }
+            guard let (found, samples, strong) = support(from: points[side], to: points[(side + 1) % 4]) else { return nil }
             hits += found
             total += samples
+            contrasted += strong
         }
         let confidence = hits / total
         guard confidence >= Self.outlineSupport else { return nil }
         let area = abs(zip(full, full.dropFirst() + [full[0]]).map { $0.x * $1.y - $1.x * $0.y }.reduce(0, +)) / 2
-        return Quad(corners: full, confidence: confidence, rank: confidence + 1.5 * (area / (w * h)).squareRoot())
+        return Quad(corners: full, confidence: confidence, rank: confidence + 0.5 * contrasted / total + 1.5 * (area / (w * h)).squareRoot())
     }
 
     /// How well edges support the side from `a` to `b` (working coordinates): the samples along it
-    /// that lie on an edge and the number of samples; nil (as soon as it is certain) when fewer
+    /// that lie on an edge, the number of samples, and those with contrast across the side
+    /// (whether or not on a thin edge); nil (as soon as it is certain) when fewer
     /// than `sideSupport` of them hit or a run without a hit is longer than `longestGap` of them.
     ///
     /// A sample hits when an edge pixel within one pixel across the side has a gradient within
     /// about 25 degrees of the side's normal and at least `supportingGradient` strong. Only runs of
     /// three or more hits count: texture and noise give scattered hits, a boundary gives runs.
-    func support(from a: Point, to b: Point) -> (found: Double, samples: Double)? {
+    func support(from a: Point, to b: Point) -> (found: Double, samples: Double, strong: Double)? {
         let dx = b.x - a.x, dy = b.y - a.y, length = (dx * dx + dy * dy).squareRoot()
         guard length >= 2 else { return nil }
         let nx = -dy / length, ny = dx / length
         let count = Int(length)
         let w = edges.width, h = edges.height
         let needed = Int((Self.sideSupport * Double(count)).rounded(.up)), longest = Int(Self.longestGap * Double(count))
-        var found = 0, gap = 0, hits = 0, misses = 0, failed = false
+        var found = 0, gap = 0, hits = 0, misses = 0, strong = 0, failed = false
         func endRun() {
             if hits >= 3 { found += hits; gap = max(gap, misses); misses = 0 } else { misses += hits }
             hits = 0
@@ -159,7 +162,7 @@ struct QuadFinder {
                         }
                         let t = (Double(step) + 0.5) / Double(count)
                         let px = a.x + dx * t, py = a.y + dy * t
-                        var hit = false
+                        var hit = false, contrast = false
                         // On the side, then one pixel either side of it.
                         for k in 0..<3 {
                             let offset = k == 0 ? 0.0 : k == 1 ? -1.0 : 1.0
@@ -167,14 +170,16 @@ struct QuadFinder {
                             let fx = px + nx * offset + 0.5, fy = py + ny * offset + 0.5
                             guard fx >= 0, fy >= 0, fx < Double(w), fy < Double(h) else { continue }
                             let i = Int(fy) * w + Int(fx)
-                            guard isEdge[i] != 0 else { continue }
                             let gx = Double(gxs[i]), gy = Double(gys[i])
                             let across = gx * nx + gy * ny
+                            if abs(across) >= Self.supportingGradient { contrast = true }
+                            guard isEdge[i] != 0 else { continue }
                             if across * across >= 0.81 * (gx * gx + gy * gy) && abs(across) >= Self.supportingGradient {
                                 hit = true
                                 break
                             }
                         }
+                        if contrast { strong += 1 }
                         if hit { hits += 1 } else { endRun(); misses += 1 }
                     }
                 }
@@ -183,7 +188,7 @@ struct QuadFinder {
         if failed { return nil }
         endRun()
         guard found >= needed, max(gap, misses) <= longest else { return nil }
-        return (Double(found), Double(count))
+        return (Double(found), Double(count), Double(strong))
     }
 }
 
