@@ -612,6 +612,12 @@ def more_layout_and_math():
          [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions"), None)])
     save("batch_matmul_float32_adjoint", [T([2, 4, 3], TT.FLOAT32), T([2, 5, 4], TT.FLOAT32), T([2, 3, 5], TT.FLOAT32)], [0, 1], [2],
          [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions", AdjX=True, AdjY=True), None)])
+    # Large enough that the fast path splits them across threads in several tasks, so tasks start
+    # at a row other than the first (matrix transposes in blocks of 32 output rows).
+    transpose("transpose_int8_height_width_split", TT.INT8, [1, 30, 40, 64], [0, 2, 1, 3])
+    transpose("transpose_uint8_nhwc_to_nchw_split", TT.UINT8, [1, 40, 40, 144], [0, 3, 1, 2])
+    transpose("transpose_float32_nhwc_to_nchw_split", TT.FLOAT32, [1, 20, 40, 84], [0, 3, 1, 2])
+    strided_slice("strided_slice_int8_channels_split", TT.INT8, [1, 40, 40, 64], [0, 0, 0, 16], [1, 40, 40, 48], [1, 1, 1, 1], [1, 40, 40, 32])
 
 
 def write_invalid_models():

@@ -4,7 +4,7 @@ import TFLiteFormat
 /// TensorFlow Lite's `strided_slice_logic.h` resolves them: begin and end masks, negative indices
 /// and strides, and shrink-axis; ellipsis and new-axis masks are not supported. Also SLICE (constant
 /// begin and size, -1 for the rest of an axis).
-final class StridedSlice: Kernel {
+final class StridedSlice: RowKernel {
     static let maxRank = 5
     let input, output: Int
     let elementSize: Int
@@ -101,32 +101,40 @@ final class StridedSlice: Kernel {
         try self.init(ctx, starts: starts, steps: steps, counts: counts, outputShape: outputShape)
     }
 
-    func run(_ memory: TensorMemory) {
+    /// Rows: every index of the axes before the last (each a run along the last axis).
+    var rowCount: Int { counts.dropLast().reduce(1, *) }
+    var rowBytes: Int { counts[Self.maxRank - 1] * elementSize }
+
+    func run(_ memory: TensorMemory) { run(memory, rows: 0..<rowCount) }
+
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
         let source = memory.raw(input), target = memory.raw(output)
-        let size = elementSize
-        var written = 0
-        // The innermost axis with step 1 is one contiguous copy.
-        let innerContiguous = steps[4] == 1
-        for a in 0..<counts[0] {
-            let o0 = (starts[0] + a * steps[0]) * inputStrides[0]
-            for b in 0..<counts[1] {
-                let o1 = o0 + (starts[1] + b * steps[1]) * inputStrides[1]
-                for c in 0..<counts[2] {
-                    let o2 = o1 + (starts[2] + c * steps[2]) * inputStrides[2]
-                    for d in 0..<counts[3] {
-                        let o3 = o2 + (starts[3] + d * steps[3]) * inputStrides[3]
-                        if innerContiguous {
-                            let bytes = counts[4] * size
-                            (target + written).copyMemory(from: source + (o3 + starts[4]) * size, byteCount: bytes)
-                            written += bytes
-                        } else {
-                            for e in 0..<counts[4] {
-                                (target + written).copyMemory(from: source + (o3 + starts[4] + e * steps[4]) * size, byteCount: size)
-                                written += size
-                            }
-                        }
-                    }
+        let size = elementSize, inner = counts[4], bytes = inner * size
+        var index = [0, 0, 0, 0]
+        var rest = range.lowerBound
+        for axis in stride(from: 3, through: 0, by: -1) {
+            index[axis] = rest % counts[axis]
+            rest /= counts[axis]
+        }
+        var written = range.lowerBound * bytes
+        for _ in range {
+            var offset = starts[4]
+            for axis in 0..<4 { offset += (starts[axis] + index[axis] * steps[axis]) * inputStrides[axis] }
+            if steps[4] == 1 {
+                // The innermost axis with step 1 is one contiguous copy.
+                (target + written).copyMemory(from: source + offset * size, byteCount: bytes)
+            } else {
+                for e in 0..<inner {
+                    (target + written + e * size).copyMemory(from: source + (offset + e * steps[4]) * size, byteCount: size)
                 }
+            }
+            written += bytes
+            var axis = 3
+            while axis >= 0 {
+                index[axis] += 1
+                if index[axis] < counts[axis] { break }
+                index[axis] = 0
+                axis -= 1
             }
         }
     }

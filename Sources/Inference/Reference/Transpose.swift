@@ -1,7 +1,7 @@
 import TFLiteFormat
 
 /// TRANSPOSE with a constant permutation (any element type: it copies bytes), rank up to 6.
-final class Transpose: Kernel {
+final class Transpose: RowKernel {
     static let maxRank = 6
     let input, output: Int
     let elementSize: Int
@@ -45,23 +45,41 @@ final class Transpose: Kernel {
         matrix = outputAxes == [1, 0] ? (rows: sizes[0], columns: sizes[1]) : nil
     }
 
-    func run(_ memory: TensorMemory) {
+    /// Rows: for a matrix transpose, blocks of `tile` output rows; otherwise every index of the
+    /// output's axes before the last (each a run of the last axis).
+    var rowCount: Int {
+        if let (_, columns) = matrix { return (columns + Self.tile - 1) / Self.tile }
+        return counts.dropLast().reduce(1, *)
+    }
+
+    var rowBytes: Int {
+        if let (rows, _) = matrix { return rows * Self.tile * elementSize }
+        return counts[Self.maxRank - 1] * elementSize
+    }
+
+    static let tile = 32
+
+    func run(_ memory: TensorMemory) { run(memory, rows: 0..<rowCount) }
+
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
         let source = memory.raw(input), target = memory.raw(output)
         switch elementSize {
-        case 1: copy(UInt8.self, source, target)
-        case 2: copy(UInt16.self, source, target)
-        case 4: copy(UInt32.self, source, target)
-        default: copy(UInt64.self, source, target)
+        case 1: copy(UInt8.self, source, target, range)
+        case 2: copy(UInt16.self, source, target, range)
+        case 4: copy(UInt32.self, source, target, range)
+        default: copy(UInt64.self, source, target, range)
         }
     }
 
-    private func copy<T>(_: T.Type, _ source: UnsafeMutableRawPointer, _ target: UnsafeMutableRawPointer) {
+    private func copy<T>(_: T.Type, _ source: UnsafeMutableRawPointer, _ target: UnsafeMutableRawPointer, _ range: Range<Int>) {
         let from = source.assumingMemoryBound(to: T.self), to = target.assumingMemoryBound(to: T.self)
+        let tile = Self.tile
         if let (rows, columns) = matrix {
-            let tile = 32
+            // Output rows are input columns; each block of them is filled a tile of input rows at a time.
+            let first = range.lowerBound * tile, last = min(range.upperBound * tile, columns)
             for r0 in stride(from: 0, to: rows, by: tile) {
-                for c0 in stride(from: 0, to: columns, by: tile) {
-                    for c in c0..<min(c0 + tile, columns) {
+                for c0 in stride(from: first, to: last, by: tile) {
+                    for c in c0..<min(c0 + tile, last) {
                         for r in r0..<min(r0 + tile, rows) { to[c &* rows &+ r] = from[r &* columns &+ c] }
                     }
                 }
@@ -69,22 +87,30 @@ final class Transpose: Kernel {
             return
         }
         let c = counts, s = strides
-        var written = 0
-        for a in 0..<c[0] {
-            for b in 0..<c[1] {
-                for d in 0..<c[2] {
-                    for e in 0..<c[3] {
-                        let base = a * s[0] + b * s[1] + d * s[2] + e * s[3]
-                        for f in 0..<c[4] {
-                            var offset = base + f * s[4]
-                            for _ in 0..<c[5] {
-                                to[written] = from[offset]
-                                written += 1
-                                offset += s[5]
-                            }
-                        }
-                    }
-                }
+        let inner = c[5], step = s[5]
+        // The first row's index on each outer axis, then counted up like an odometer.
+        var index = [0, 0, 0, 0, 0]
+        var rest = range.lowerBound
+        for axis in stride(from: 4, through: 0, by: -1) {
+            index[axis] = rest % c[axis]
+            rest /= c[axis]
+        }
+        var written = range.lowerBound * inner
+        for _ in range {
+            let base = index[0] * s[0] + index[1] * s[1] + index[2] * s[2] + index[3] * s[3] + index[4] * s[4]
+            if step == 1 {
+                (to + written).update(from: from + base, count: inner)
+            } else {
+                var offset = base
+                for k in 0..<inner { to[written + k] = from[offset]; offset += step }
+            }
+            written += inner
+            var axis = 4
+            while axis >= 0 {
+                index[axis] += 1
+                if index[axis] < c[axis] { break }
+                index[axis] = 0
+                axis -= 1
             }
         }
     }

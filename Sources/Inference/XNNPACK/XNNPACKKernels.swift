@@ -4,8 +4,8 @@ import TFLiteFormat
 /// Chooses an XNNPACK operator for a TFLite operator, or returns nil to leave it to the reference kernels.
 ///
 /// Covered: CONV_2D and DEPTHWISE_CONV_2D (uint8, int8 per-channel, float32, hybrid float32 with
-/// 8-bit weights dequantized at load), SUB and ABS (float32), FULLY_CONNECTED (uint8,
-/// int8, float32), LOGISTIC (uint8, int8, float32), ADD and MUL (uint8, int8, float32), MAX_POOL_2D
+/// 8-bit weights dequantized at load), ABS (float32), FULLY_CONNECTED (uint8,
+/// int8, float32), LOGISTIC (uint8, int8, float32), ADD, SUB and MUL (uint8, int8, float32), MAX_POOL_2D
 /// (uint8, int8, float32), AVERAGE_POOL_2D (uint8, float32), SOFTMAX (uint8, float32), QUANTIZE and
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), RESIZE_BILINEAR (uint8,
 /// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
@@ -31,8 +31,12 @@ enum XNNPACKKernels {
             return try fullyConnected(ctx, pool, activation, keepNumDims)
         case (.logistic, _):
             return try sigmoid(ctx, pool)
-        case (.add, .add(let activation)), (.mul, .mul(let activation)):
-            return try binary(ctx, pool, activation, multiply: op.code.builtin == .mul)
+        case (.add, .add(let activation)):
+            return try binary(ctx, pool, activation, .add)
+        case (.mul, .mul(let activation)):
+            return try binary(ctx, pool, activation, .multiply)
+        case (.sub, .sub(let activation)):
+            return try binary(ctx, pool, activation, .subtract)
         case (.maxPool2D, .pool2D(let options)), (.averagePool2D, .pool2D(let options)):
             return try pooling(ctx, pool, options, max: op.code.builtin == .maxPool2D)
         case (.softmax, .softmax(let beta)):
@@ -42,12 +46,19 @@ enum XNNPACKKernels {
         case (.concatenation, .concatenation(let axis, let activation)) where [.int8, .uint8].contains(type):
             let concatenation = try Concatenation(ctx, axis: axis, activation: activation)
             return PooledRows(concatenation, rowBytes: concatenation.rowBytes, pool: pool)
+        case (.transpose, _) where op.inputs.count == 2:
+            let transpose = try Transpose(ctx)
+            return PooledRows(transpose, rowBytes: transpose.rowBytes, pool: pool)
+        case (.stridedSlice, .stridedSlice(let options)):
+            let slice = try StridedSlice(ctx, options: options)
+            return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)
+        case (.slice, _):
+            let slice = try StridedSlice(slice: ctx)
+            return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)
         case (.resizeBilinear, .resizeBilinear(let options)):
             return try resize(ctx, pool, options)
         case (.relu, _), (.relu6, _):
             return try clamp(ctx, pool, upper: op.code.builtin == .relu6 ? 6 : nil)
-        case (.sub, .sub(let activation)) where type == .float32:
-            return try subtract(ctx, pool, activation)
         case (.abs, _) where type == .float32 && ctx.type(ctx.output(0)) == .float32:
             let (input, output, count) = try elementwise(ctx)
             return try XNNPACKKernel(ctx, pool: pool, name: "abs_nc_f32", create: {
@@ -238,22 +249,12 @@ enum XNNPACKKernels {
     }
 
     /// Float SUB with broadcasting (8-bit SUB stays on the reference kernels).
-    private static func subtract(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation) throws -> Kernel? {
-        let a = ctx.input(0), b = ctx.input(1), output = ctx.output(0)
-        guard ctx.op.inputs.count == 2, ctx.type(b) == .float32, ctx.type(output) == .float32, ctx.shape(a).count <= 6, ctx.shape(b).count <= 6,
-              let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b), tables: false) else { return nil }
-        try ctx.setShape(output, broadcast.outputShape)
-        let shapeA = ctx.shape(a), shapeB = ctx.shape(b)
-        let range = FixedPoint.activationRange(activation)
-        return try XNNPACKKernel(ctx, pool: pool, name: "subtract_nd_f32", readsConstantInputs: true, create: {
-            xnn_create_subtract_nd_f32(range.min, range.max, 0, $0)
-        }, setup: { op, m, p in
-            xnn_setup_subtract_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, Float.self), m.typed(b, Float.self),
-                                      m.typed(output, Float.self), p)
-        })
+    /// ADD, MUL and SUB, with broadcasting.
+    enum Arithmetic: String {
+        case add, multiply, subtract
     }
 
-    private static func binary(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation, multiply: Bool) throws -> Kernel? {
+    private static func binary(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation, _ operation: Arithmetic) throws -> Kernel? {
         let a = ctx.input(0), b = ctx.input(1), output = ctx.output(0)
         let type = ctx.type(a)
         guard ctx.op.inputs.count == 2, ctx.type(b) == type, ctx.shape(a).count <= 6, ctx.shape(b).count <= 6,
@@ -263,34 +264,53 @@ enum XNNPACKKernels {
         switch type {
         case .float32:
             let range = FixedPoint.activationRange(activation)
-            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_f32" : "add_nd_f32", readsConstantInputs: true, create: {
-                multiply ? xnn_create_multiply_nd_f32(range.min, range.max, 0, $0) : xnn_create_add_nd_f32(range.min, range.max, 0, $0)
+            return try XNNPACKKernel(ctx, pool: pool, name: "\(operation.rawValue)_nd_f32", readsConstantInputs: true, create: { out in
+                return switch operation {
+                case .add: xnn_create_add_nd_f32(range.min, range.max, 0, out)
+                case .multiply: xnn_create_multiply_nd_f32(range.min, range.max, 0, out)
+                case .subtract: xnn_create_subtract_nd_f32(range.min, range.max, 0, out)
+                }
             }, setup: { op, m, p in
-                multiply
-                    ? xnn_setup_multiply_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, Float.self), m.typed(b, Float.self), m.typed(output, Float.self), p)
-                    : xnn_setup_add_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, Float.self), m.typed(b, Float.self), m.typed(output, Float.self), p)
+                let x = m.typed(a, Float.self), y = m.typed(b, Float.self), z = m.typed(output, Float.self)
+                return switch operation {
+                case .add: xnn_setup_add_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                case .multiply: xnn_setup_multiply_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                case .subtract: xnn_setup_subtract_nd_f32(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                }
             })
         case .uint8:
             let qa = try affine(ctx, a), qb = try affine(ctx, b), o = try affine(ctx, output), range = try clamp(ctx, output, activation)
-            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_qu8" : "add_nd_qu8", readsConstantInputs: true, create: {
-                multiply
-                    ? xnn_create_multiply_nd_qu8(UInt8(qa.zeroPoint), qa.scale, UInt8(qb.zeroPoint), qb.scale, UInt8(o.zeroPoint), o.scale, UInt8(range.min), UInt8(range.max), 0, $0)
-                    : xnn_create_add_nd_qu8(UInt8(qa.zeroPoint), qa.scale, UInt8(qb.zeroPoint), qb.scale, UInt8(o.zeroPoint), o.scale, UInt8(range.min), UInt8(range.max), 0, $0)
+            let za = UInt8(qa.zeroPoint), zb = UInt8(qb.zeroPoint), zo = UInt8(o.zeroPoint), low = UInt8(range.min), high = UInt8(range.max)
+            return try XNNPACKKernel(ctx, pool: pool, name: "\(operation.rawValue)_nd_qu8", readsConstantInputs: true, create: { out in
+                return switch operation {
+                case .add: xnn_create_add_nd_qu8(za, qa.scale, zb, qb.scale, zo, o.scale, low, high, 0, out)
+                case .multiply: xnn_create_multiply_nd_qu8(za, qa.scale, zb, qb.scale, zo, o.scale, low, high, 0, out)
+                case .subtract: xnn_create_subtract_nd_qu8(za, qa.scale, zb, qb.scale, zo, o.scale, low, high, 0, out)
+                }
             }, setup: { op, m, p in
-                multiply
-                    ? xnn_setup_multiply_nd_qu8(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, UInt8.self), m.typed(b, UInt8.self), m.typed(output, UInt8.self), p)
-                    : xnn_setup_add_nd_qu8(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, UInt8.self), m.typed(b, UInt8.self), m.typed(output, UInt8.self), p)
+                let x = m.typed(a, UInt8.self), y = m.typed(b, UInt8.self), z = m.typed(output, UInt8.self)
+                return switch operation {
+                case .add: xnn_setup_add_nd_qu8(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                case .multiply: xnn_setup_multiply_nd_qu8(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                case .subtract: xnn_setup_subtract_nd_qu8(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                }
             })
         case .int8:
             let qa = try affine(ctx, a), qb = try affine(ctx, b), o = try affine(ctx, output), range = try clamp(ctx, output, activation)
-            return try XNNPACKKernel(ctx, pool: pool, name: multiply ? "multiply_nd_qs8" : "add_nd_qs8", readsConstantInputs: true, create: {
-                multiply
-                    ? xnn_create_multiply_nd_qs8(Int8(qa.zeroPoint), qa.scale, Int8(qb.zeroPoint), qb.scale, Int8(o.zeroPoint), o.scale, Int8(range.min), Int8(range.max), 0, $0)
-                    : xnn_create_add_nd_qs8(Int8(qa.zeroPoint), qa.scale, Int8(qb.zeroPoint), qb.scale, Int8(o.zeroPoint), o.scale, Int8(range.min), Int8(range.max), 0, $0)
+            let za = Int8(qa.zeroPoint), zb = Int8(qb.zeroPoint), zo = Int8(o.zeroPoint), low = Int8(range.min), high = Int8(range.max)
+            return try XNNPACKKernel(ctx, pool: pool, name: "\(operation.rawValue)_nd_qs8", readsConstantInputs: true, create: { out in
+                return switch operation {
+                case .add: xnn_create_add_nd_qs8(za, qa.scale, zb, qb.scale, zo, o.scale, low, high, 0, out)
+                case .multiply: xnn_create_multiply_nd_qs8(za, qa.scale, zb, qb.scale, zo, o.scale, low, high, 0, out)
+                case .subtract: xnn_create_subtract_nd_qs8(za, qa.scale, zb, qb.scale, zo, o.scale, low, high, 0, out)
+                }
             }, setup: { op, m, p in
-                multiply
-                    ? xnn_setup_multiply_nd_qs8(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, Int8.self), m.typed(b, Int8.self), m.typed(output, Int8.self), p)
-                    : xnn_setup_add_nd_qs8(op, shapeA.count, shapeA, shapeB.count, shapeB, m.typed(a, Int8.self), m.typed(b, Int8.self), m.typed(output, Int8.self), p)
+                let x = m.typed(a, Int8.self), y = m.typed(b, Int8.self), z = m.typed(output, Int8.self)
+                return switch operation {
+                case .add: xnn_setup_add_nd_qs8(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                case .multiply: xnn_setup_multiply_nd_qs8(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                case .subtract: xnn_setup_subtract_nd_qs8(op, shapeA.count, shapeA, shapeB.count, shapeB, x, y, z, p)
+                }
             })
         default:
             return nil
