@@ -284,6 +284,10 @@ def binary_constant(case, code, type):
     save(case, [a, b, out], [0], [2], [(code, None, [0, 1], [2], opt_type, options(module), None)])
 
 
+def code_name(code):
+    return {Op.ADD: "add", Op.SUB: "sub", Op.MUL: "mul", Op.RELU: "relu", Op.RELU6: "relu6"}[code]
+
+
 def strided_slice(case, type, shape, begin, end, strides, out_shape, **masks):
     q = {} if type == TT.FLOAT32 else {"scale": 0.05, "zp": 3 if type == TT.INT8 else 130}
     tensors = [T(shape, type, **q), T([len(begin)], TT.INT32, data=np.array(begin, np.int32)),
@@ -455,6 +459,7 @@ def main():
     transpose("transpose_int8_nhwc_to_nchw", TT.INT8, [1, 40, 9, 37], [0, 3, 1, 2])
     transpose("transpose_uint8_matrix_past_ones", TT.UINT8, [3, 1, 5, 40], [2, 3, 1, 0])
     transpose("transpose_int8_last_axis_kept", TT.INT8, [1, 4, 16, 50], [0, 2, 1, 3])
+    fast_path_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -612,12 +617,29 @@ def more_layout_and_math():
          [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions"), None)])
     save("batch_matmul_float32_adjoint", [T([2, 4, 3], TT.FLOAT32), T([2, 5, 4], TT.FLOAT32), T([2, 3, 5], TT.FLOAT32)], [0, 1], [2],
          [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions", AdjX=True, AdjY=True), None)])
+
+
+def fast_path_cases():
+    """Cases for the fast path's own kernels (appended last so the cases above keep their random inputs)."""
     # Large enough that the fast path splits them across threads in several tasks, so tasks start
     # at a row other than the first (matrix transposes in blocks of 32 output rows).
     transpose("transpose_int8_height_width_split", TT.INT8, [1, 30, 40, 64], [0, 2, 1, 3])
     transpose("transpose_uint8_nhwc_to_nchw_split", TT.UINT8, [1, 40, 40, 144], [0, 3, 1, 2])
     transpose("transpose_float32_nhwc_to_nchw_split", TT.FLOAT32, [1, 20, 40, 84], [0, 3, 1, 2])
     strided_slice("strided_slice_int8_channels_split", TT.INT8, [1, 40, 40, 64], [0, 0, 0, 16], [1, 40, 40, 48], [1, 1, 1, 1], [1, 40, 40, 32])
+    # An ADD followed by a RELU or RELU6 that alone reads it (the fast path clamps in the ADD), and
+    # one whose sum is also a model output (the RELU must then run on its own).
+    for type, tag, code, relu in [(TT.FLOAT32, "float32", Op.ADD, Op.RELU), (TT.INT8, "int8", Op.ADD, Op.RELU6),
+                                  (TT.UINT8, "uint8", Op.SUB, Op.RELU), (TT.FLOAT32, "float32_sum_also_output", Op.MUL, Op.RELU6)]:
+        q = lambda s, z: {} if type == TT.FLOAT32 else {"scale": s, "zp": z if type == TT.UINT8 else z - 128}
+        module, opt_type = {Op.ADD: ("AddOptions", Opt.AddOptions), Op.SUB: ("SubOptions", Opt.SubOptions),
+                            Op.MUL: ("MulOptions", Opt.MulOptions)}[code]
+        tensors = [T([1, 6, 5, 4], type, **q(0.02, 128)), T([1, 6, 5, 4], type, **q(0.03, 110)),
+                   T([1, 6, 5, 4], type, **q(0.05, 125)), T([1, 6, 5, 4], type, **q(0.05, 125))]
+        outputs = [3, 2] if "also_output" in tag else [3]
+        save(f"{code_name(code)}_then_{code_name(relu)}_{tag}", tensors, [0, 1], outputs,
+             [(code, None, [0, 1], [2], opt_type, options(module), None), (relu, None, [2], [3], 0, None, None)])
+
 
 
 def write_invalid_models():

@@ -197,7 +197,8 @@ public final class Interpreter {
         public var name: String
         /// Which kernels ran it: `xnnpack`, `vnni` (Spotter's AVX-512 VNNI convolution), `avx2`
         /// (Spotter's float and 8-bit convolutions), `silu` (8-bit `x * LOGISTIC(x)` in one table),
-        /// `pooled` (a reference kernel's rows split across the threads) or `reference`.
+        /// `pooled` (a reference kernel's rows split across the threads), `folded` (a RELU the
+        /// operator before it applied) or `reference`.
         public var backend: String
         public var medianMilliseconds: Double
     }
@@ -220,7 +221,7 @@ public final class Interpreter {
                 backend: kernels[index] is XNNPACKKernel ? "xnnpack" : kernels[index] is VNNIConvolution ? "vnni"
                     : kernels[index] is AVX2Convolution || kernels[index] is AVX2QuantizedConvolution ? "avx2"
                     : kernels[index] is SiLU || kernels[index] is SiLU.Absorbed ? "silu"
-                    : kernels[index] is PooledRows ? "pooled" : "reference",
+                    : kernels[index] is PooledRows ? "pooled" : kernels[index] is FoldedRelu ? "folded" : "reference",
                 medianMilliseconds: sorted[sorted.count / 2])
         }
     }

@@ -70,6 +70,10 @@ final class PrepareContext {
 
     func alias(output: Int, to input: Int) { aliases[output] = input }
 
+    /// Operators whose work a kernel prepared before them already did (a RELU folded into the ADD
+    /// it follows): they are prepared as no-ops whose output shares their input's storage.
+    var absorbed: Set<Int> = []
+
     func constant<T: BitwiseCopyable>(_ tensor: Int, as type: T.Type) throws -> [T] {
         guard let values = model.constantValues(of: graph.tensors[tensor], as: type) else {
             throw fail("tensor \"\(graph.tensors[tensor].name)\" must be constant")

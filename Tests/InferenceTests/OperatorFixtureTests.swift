@@ -78,6 +78,18 @@ import TFLiteFormat
         }
     }
 
+    /// A RELU that alone reads an ADD, SUB or MUL is clamped in that operator's pass and does nothing
+    /// itself; when the sum is also a model output, the RELU runs on its own. Either way the
+    /// outputs stay within a step of LiteRT's (checked with every case above).
+    @Test("a RELU is folded into the arithmetic before it only when nothing else reads the sum", arguments: [
+        ("add_then_relu_float32", ["xnnpack", "folded"]), ("add_then_relu6_int8", ["xnnpack", "folded"]),
+        ("sub_then_relu_uint8", ["xnnpack", "folded"]), ("mul_then_relu6_float32_sum_also_output", ["xnnpack", "xnnpack"]),
+    ])
+    func reluIsFoldedOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
+    }
+
     @Test("reference kernel matches LiteRT", arguments: cases)
     func referenceKernelMatchesLiteRT(_ name: String) throws {
         let interpreter = try Self.run(name, .reference)

@@ -20,7 +20,7 @@ final class SiLU: Kernel {
             guard let mul = consumers(of: op.outputs[0], in: ctx.graph).first,
                   let logistic = logistic(feeding: mul, in: ctx.graph), logistic.index == op.index else { return nil }
             try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
-            return Absorbed()
+            return SiLU.Absorbed()
         }
         guard op.code.builtin == .mul, case .mul(let activation) = op.options,
               let logistic = logistic(feeding: op, in: ctx.graph) else { return nil }

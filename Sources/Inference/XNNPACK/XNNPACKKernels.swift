@@ -1,6 +1,13 @@
 internal import CXNNPACK
 import TFLiteFormat
 
+/// A RELU or RELU6 whose clamp the ADD, SUB or MUL before it applied: its output shares that
+/// operator's output storage, and running it does nothing.
+final class FoldedRelu: Kernel {
+    var readsConstantInputs: Bool { false }
+    func run(_ memory: TensorMemory) {}
+}
+
 /// Chooses an XNNPACK operator for a TFLite operator, or returns nil to leave it to the reference kernels.
 ///
 /// Covered: CONV_2D and DEPTHWISE_CONV_2D (uint8, int8 per-channel, float32, hybrid float32 with
@@ -19,6 +26,11 @@ enum XNNPACKKernels {
         let type = ctx.type(op.inputs[0])
         guard ctx.type(op.outputs[0]) == type || [.quantize, .dequantize].contains(op.code.builtin) else { return nil }
         if [.logistic, .mul].contains(op.code.builtin), let kernel = try SiLU.make(ctx, pool: pool) { return kernel }
+        if ctx.absorbed.contains(op.index) {
+            try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
+            ctx.alias(output: op.outputs[0], to: op.inputs[0])
+            return FoldedRelu()
+        }
         switch (op.code.builtin, op.options) {
         case (.conv2D, .conv2D(let options)):
             if let kernel = try VNNIConvolution.make(ctx, pool: pool, options: options) { return kernel }
@@ -254,12 +266,31 @@ enum XNNPACKKernels {
         case add, multiply, subtract
     }
 
-    private static func binary(_ ctx: PrepareContext, _ pool: ThreadPool, _ activation: FusedActivation, _ operation: Arithmetic) throws -> Kernel? {
+    /// The RELU or RELU6 that alone reads the output of the operator being prepared (which has no
+    /// fused activation of its own), keeps its type and quantization, and is not a model output:
+    /// the operator can clamp as it writes and the RELU do nothing.
+    private static func foldableRelu(_ ctx: PrepareContext, activation: FusedActivation) -> (index: Int, activation: FusedActivation)? {
+        let output = ctx.output(0), graph = ctx.graph
+        guard activation == .none, !graph.outputs.contains(output) else { return nil }
+        let readers = graph.operators.filter { $0.inputs.contains(output) }
+        guard readers.count == 1, let relu = readers.first, [.relu, .relu6].contains(relu.code.builtin),
+              relu.inputs == [output], relu.outputs.count == 1, relu.index > ctx.op.index else { return nil }
+        let result = relu.outputs[0]
+        guard graph.tensors[result].type == graph.tensors[output].type,
+              graph.tensors[result].quantization == graph.tensors[output].quantization else { return nil }
+        return (relu.index, relu.code.builtin == .relu ? .relu : .relu6)
+    }
+
+    private static func binary(_ ctx: PrepareContext, _ pool: ThreadPool, _ fused: FusedActivation, _ operation: Arithmetic) throws -> Kernel? {
         let a = ctx.input(0), b = ctx.input(1), output = ctx.output(0)
         let type = ctx.type(a)
         guard ctx.op.inputs.count == 2, ctx.type(b) == type, ctx.shape(a).count <= 6, ctx.shape(b).count <= 6,
               let broadcast = try? Broadcast(ctx.shape(a), ctx.shape(b), tables: false) else { return nil }
         try ctx.setShape(output, broadcast.outputShape)
+        // A RELU after the operator is folded into it (BlazeFace's residual ADDs): one pass, not two.
+        let folded = [.float32, .uint8, .int8].contains(type) ? foldableRelu(ctx, activation: fused) : nil
+        let activation = folded?.activation ?? fused
+        if let folded { ctx.absorbed.insert(folded.index) }
         let shapeA = ctx.shape(a), shapeB = ctx.shape(b)
         switch type {
         case .float32:
