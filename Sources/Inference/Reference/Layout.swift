@@ -1,6 +1,33 @@
 import Foundation
 import TFLiteFormat
 
+/// A position among rows laid out over `counts` (last axis fastest): set from a row number, then
+/// counted up one row at a time. The row kernels split across threads start anywhere.
+struct RowIndex {
+    let counts: [Int]
+    private(set) var values: [Int]
+
+    init(counts: [Int], row: Int) {
+        self.counts = counts
+        values = [Int](repeating: 0, count: counts.count)
+        var rest = row
+        for axis in counts.indices.reversed() {
+            values[axis] = rest % counts[axis]
+            rest /= counts[axis]
+        }
+    }
+
+    subscript(axis: Int) -> Int { values[axis] }
+
+    mutating func advance() {
+        for axis in counts.indices.reversed() {
+            values[axis] += 1
+            if values[axis] < counts[axis] { return }
+            values[axis] = 0
+        }
+    }
+}
+
 /// RESHAPE and SQUEEZE: the output shares the input's memory, or copies a constant input.
 final class Reshape: Kernel {
     let input, output: Int

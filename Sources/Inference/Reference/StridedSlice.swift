@@ -108,14 +108,10 @@ final class StridedSlice: RowKernel {
     func run(_ memory: TensorMemory) { run(memory, rows: 0..<rowCount) }
 
     func run(_ memory: TensorMemory, rows range: Range<Int>) {
+        guard !range.isEmpty else { return }
         let source = memory.raw(input), target = memory.raw(output)
         let size = elementSize, inner = counts[4], bytes = inner * size
-        var index = [0, 0, 0, 0]
-        var rest = range.lowerBound
-        for axis in stride(from: 3, through: 0, by: -1) {
-            index[axis] = rest % counts[axis]
-            rest /= counts[axis]
-        }
+        var index = RowIndex(counts: Array(counts.prefix(4)), row: range.lowerBound)
         var written = range.lowerBound * bytes
         for _ in range {
             var offset = starts[4]
@@ -129,13 +125,7 @@ final class StridedSlice: RowKernel {
                 }
             }
             written += bytes
-            var axis = 3
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < counts[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            index.advance()
         }
     }
 }

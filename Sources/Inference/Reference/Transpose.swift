@@ -86,15 +86,10 @@ final class Transpose: RowKernel {
             }
             return
         }
+        guard !range.isEmpty else { return }
         let c = counts, s = strides
         let inner = c[5], step = s[5]
-        // The first row's index on each outer axis, then counted up like an odometer.
-        var index = [0, 0, 0, 0, 0]
-        var rest = range.lowerBound
-        for axis in stride(from: 4, through: 0, by: -1) {
-            index[axis] = rest % c[axis]
-            rest /= c[axis]
-        }
+        var index = RowIndex(counts: Array(c.prefix(5)), row: range.lowerBound)
         var written = range.lowerBound * inner
         for _ in range {
             let base = index[0] * s[0] + index[1] * s[1] + index[2] * s[2] + index[3] * s[3] + index[4] * s[4]
@@ -105,13 +100,7 @@ final class Transpose: RowKernel {
                 for k in 0..<inner { to[written + k] = from[offset]; offset += step }
             }
             written += inner
-            var axis = 4
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < c[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            index.advance()
         }
     }
 }
