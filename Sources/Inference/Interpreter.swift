@@ -63,8 +63,6 @@ public final class Interpreter {
         }
     }
 
-    /// The model as run: float16 constants already dequantized (see ``Model/foldingFloat16Constants()``).
-    public let model: Model
     public let options: Options
     private let graph: Subgraph
     private let shapes: [[Int]]
@@ -82,8 +80,9 @@ public final class Interpreter {
     ///   operator no kernel runs, ``InterpreterError/invalidOperator(name:index:reason:)`` for
     ///   inconsistent tensors, ``InterpreterError/arenaTooLarge(bytes:limit:)``.
     public init(model: Model, options: Options = Options()) throws {
+        // The model's bytes are not kept: once the kernels hold their weights, only the constants
+        // read at run time (or preserved for `tensor(at:)`) are copied out of it.
         let model = model.foldingFloat16Constants()
-        self.model = model
         self.options = options
         let graph = model.subgraph
         self.graph = graph
@@ -119,13 +118,18 @@ public final class Interpreter {
         pointers.initialize(repeating: nil, count: graph.tensors.count)
         // Graph outputs that are constants (a folded DEQUANTIZE) are read from the store too.
         var needed = Set(graph.outputs.filter { graph.tensors[$0].isConstant })
+        switch options.preservedTensors {
+        case .none: break
+        case .all: needed.formUnion(graph.tensors.indices.filter { graph.tensors[$0].isConstant })
+        case .tensors(let kept): needed.formUnion(kept.filter { graph.tensors.indices.contains($0) && graph.tensors[$0].isConstant })
+        }
         for (op, kernel) in zip(graph.operators, kernels) where kernel.readsConstantInputs {
             needed.formUnion(op.inputs.filter { $0 >= 0 && graph.tensors[$0].isConstant })
         }
         constants = ConstantStore(model: model, graph: graph, tensors: needed)
         for (index, tensor) in graph.tensors.enumerated() {
             if tensor.isConstant {
-                // Nil for constants no kernel reads at run time; `tensor(at:)` then copies from the model.
+                // Nil for constants no kernel reads at run time and nobody asked to preserve.
                 pointers[index] = constants.pointer(index)
             } else if let offset = plan.offsets[index] {
                 pointers[index] = arena + offset
@@ -272,18 +276,16 @@ public final class Interpreter {
         return try tensor(at: graph.outputs[index])
     }
 
-    /// A copy of any tensor by its index in the subgraph; intermediates must be preserved.
+    /// A copy of any tensor by its index in the subgraph; intermediates, and constants no kernel
+    /// reads while running (weights), must be preserved (``Options/preservedTensors``).
     ///
-    /// - Throws: ``InterpreterError/tensorNotPreserved(name:)`` for an intermediate whose memory was reused.
+    /// - Throws: ``InterpreterError/tensorNotPreserved(name:)`` for an intermediate whose memory was
+    ///   reused or a constant that was not kept.
     public func tensor(at index: Int) throws -> Tensor {
         guard graph.tensors.indices.contains(index) else {
             throw InterpreterError.indexOutOfRange(what: "tensor", index: index, count: graph.tensors.count)
         }
         let info = graph.tensors[index]
-        if info.isConstant, pointers[index] == nil {
-            let bytes = model.withConstantBytes(of: info) { Array($0) }
-            return Tensor(name: info.name, type: info.type, shape: shapes[index], quantization: info.quantization, data: bytes)
-        }
         guard readable[index], let pointer = pointers[index] else { throw InterpreterError.tensorNotPreserved(name: info.name) }
         let bytes = Array(UnsafeRawBufferPointer(start: pointer, count: byteCount(index)))
         return Tensor(name: info.name, type: info.type, shape: shapes[index], quantization: info.quantization, data: bytes)

@@ -14,7 +14,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
     case inputSizeMismatch(input: Int, expected: Int, actual: Int)
     /// Data given for an input is of another element type.
     case inputTypeMismatch(input: Int, expected: String, actual: String)
-    /// A tensor was asked for that is neither an input, an output, a constant nor preserved.
+    /// A tensor was asked for that is not kept after preparing: an intermediate whose memory is
+    /// reused, or a constant only a kernel's packed copy holds; neither was preserved.
     case tensorNotPreserved(name: String)
     /// No tensor of that name exists.
     case unknownTensor(name: String)
@@ -40,7 +41,7 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
         case .inputTypeMismatch(let input, let expected, let actual):
             return "input \(input) is \(expected), got \(actual)"
         case .tensorNotPreserved(let name):
-            return "tensor \"\(name)\" is an intermediate whose memory is reused; ask for it in Options.preservedTensors"
+            return "tensor \"\(name)\" is not kept after preparing (an intermediate whose memory is reused, or weights only a kernel holds); ask for it in Options.preservedTensors"
         case .unknownTensor(let name):
             return "no tensor named \"\(name)\""
         case .backendUnavailable(let name, let reason):
