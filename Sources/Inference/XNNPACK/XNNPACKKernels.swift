@@ -260,7 +260,6 @@ enum XNNPACKKernels {
         }
     }
 
-    /// Float SUB with broadcasting (8-bit SUB stays on the reference kernels).
     /// ADD, MUL and SUB, with broadcasting.
     enum Arithmetic: String {
         case add, multiply, subtract
