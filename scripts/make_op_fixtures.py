@@ -484,11 +484,11 @@ def quantized_filter(type, fshape, channels, qdim, uint8_zero, int8_scales):
     return (in_s, in_zp), filt, bias
 
 
-def float_convolutions():
+def float_convolutions(cases=None):
     """Float CONV_2D shapes that exercise every path of the AVX2 kernel: blocks of 16 and 8 channels
     with a partial last one, pixel tiles with a partial last one, padding taps, dilation, batches and
     the copied patches of a first layer with few input channels (added last, so earlier inputs stay)."""
-    cases = [  # name, input shape, kernel, stride, dilation, padding, output channels, activation
+    cases = cases or [  # name, input shape, kernel, stride, dilation, padding, output channels, activation
         ("conv2d_float32_1x1_c20_to_40_batch2", [2, 7, 5, 20], 1, 1, 1, Padding.SAME, 40, Act.RELU),
         ("conv2d_float32_5x5_s2_rgb_to_24", [1, 17, 13, 3], 5, 2, 1, Padding.SAME, 24, Act.NONE),
         ("conv2d_float32_3x3_dilated_c18_to_21", [1, 11, 10, 18], 3, 1, 2, Padding.VALID, 21, Act.RELU6),
@@ -557,12 +557,13 @@ def silu():
                                            (Op.MUL, None, [0, 1], [2], Opt.MulOptions, options("MulOptions"), None)])
 
 
-def more_pads():
+def more_pads(cases=None):
     """PAD of whole image rows (height and width only, as before YOLOv8's first convolution) and of
     the batch dimension only: the runs the kernel copies at once."""
     q = {"scale": 0.04, "zp": -9}
-    for name, type, qp, shape, pads in [("pad_int8_height_width_batch2", TT.INT8, q, [2, 4, 5, 3], [[0, 0], [1, 2], [3, 0], [0, 0]]),
-                                        ("pad_float32_batch_only", TT.FLOAT32, {}, [2, 2, 3, 2], [[1, 1], [0, 0], [0, 0], [0, 0]])]:
+    for name, type, qp, shape, pads in cases or [
+            ("pad_int8_height_width_batch2", TT.INT8, q, [2, 4, 5, 3], [[0, 0], [1, 2], [3, 0], [0, 0]]),
+            ("pad_float32_batch_only", TT.FLOAT32, {}, [2, 2, 3, 2], [[1, 1], [0, 0], [0, 0], [0, 0]])]:
         out = [n + a + b for n, (a, b) in zip(shape, pads)]
         save(name, [T(shape, type, **qp), T([4, 2], TT.INT32, data=np.array(pads, np.int32)), T(out, type, **qp)], [0], [2],
              [(Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None)])
@@ -639,6 +640,12 @@ def fast_path_cases():
         outputs = [3, 2] if "also_output" in tag else [3]
         save(f"{code_name(code)}_then_{code_name(relu)}_{tag}", tensors, [0, 1], outputs,
              [(code, None, [0, 1], [2], opt_type, options(module), None), (relu, None, [2], [3], 0, None, None)])
+    # BlazeFace's channel padding before a residual ADD, and image rows padded above and below.
+    more_pads([("pad_float32_channels_split", TT.FLOAT32, {}, [1, 40, 40, 24], [[0, 0], [0, 0], [0, 0], [0, 4]]),
+               ("pad_int8_height_width_split", TT.INT8, {"scale": 0.04, "zp": -9}, [1, 100, 60, 16], [[0, 0], [2, 1], [1, 2], [0, 0]])])
+    # Pixel tiles that wrap from one image row, and one image, to the next (the kernel steps pixel
+    # coordinates along a tile rather than dividing per pixel).
+    float_convolutions([("conv2d_float32_3x3_batch3_tiles_wrap", [3, 5, 7, 6], 3, 1, 1, Padding.SAME, 10, Act.NONE)])
 
 
 

@@ -117,15 +117,29 @@ typedef struct {
 static int32_t segment_length(const spotter_conv_f32* c) { return c->dil_w == 1 ? c->k_w * c->in_c : c->in_c; }
 static int32_t segment_count(const spotter_conv_f32* c) { return c->dil_w == 1 ? c->k_h : taps(c); }
 
+/// A 1x1 filter, stride 1, no padding: output pixel p reads input pixel p.
+static int is_pointwise(const spotter_conv_f32* c) {
+    return c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1 && c->pad_top == 0 && c->pad_left == 0 &&
+           c->in_h == c->out_h && c->in_w == c->out_w;
+}
+
 /// Points `rows` (segment-major, MR per segment) at the input of output pixels [p0, p0 + count):
 /// into the input, at zeros when a segment is all padding, or at a copy in `border` with zeros
 /// where a filter row hangs over the left or right edge. Pixels past `count` repeat the last one.
 static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p0, int32_t count,
                         const float** rows, float* border) {
     const int32_t plane = c->out_h * c->out_w, length = segment_length(c);
+    if (is_pointwise(c)) {
+        for (int m = 0; m < MR; m++) rows[m] = input + (size_t)(p0 + (m < count ? m : count - 1)) * (size_t)c->in_c;
+        return;
+    }
+    // Coordinates of p0, then stepped pixel by pixel (no division per pixel).
+    int32_t b = p0 / plane, oy = (p0 % plane) / c->out_w, ox = p0 % c->out_w;
     for (int m = 0; m < MR; m++) {
-        const int32_t p = p0 + (m < count ? m : count - 1);
-        const int32_t b = p / plane, oy = (p % plane) / c->out_w, ox = p % c->out_w;
+        if (m > 0 && m < count && ++ox == c->out_w) {
+            ox = 0;
+            if (++oy == c->out_h) { oy = 0; b++; }
+        }
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
         for (int32_t ky = 0, t = 0; ky < c->k_h; ky++) {
             const int32_t y = y0 + ky * c->dil_h;

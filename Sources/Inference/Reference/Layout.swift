@@ -177,17 +177,18 @@ final class Concatenation: RowKernel {
 }
 
 /// PAD with the zero point (quantized) or 0 (float); paddings come from a constant [rank, 2] tensor.
-final class Pad: Kernel {
+/// Rows are the output's indices along the axes before the last padded one: each is one run of
+/// output bytes, filled, then given its run of the input if it has one.
+final class Pad: RowKernel {
     let input, output: Int
     let inputShape: [Int]
     let outputShape: [Int]
     let before: [Int]
-    let elementSize: Int
     let fill: UInt8
-    /// The input row being copied, as a multi-dimensional index (scratch, so running allocates nothing).
-    private let counter: UnsafeMutableBufferPointer<Int>
-
-    deinit { counter.deallocate() }
+    /// The last padded axis (0 when none is): axes after it are the same size in both tensors.
+    let last: Int
+    /// Bytes of one output row, of the input run inside it, and of the padding in front of that run.
+    let rowBytes, runBytes, leadBytes: Int
 
     init(_ ctx: PrepareContext) throws {
         input = ctx.input(0)
@@ -202,41 +203,43 @@ final class Pad: Kernel {
         }
         before = stride(from: 0, to: values.count, by: 2).map { values[$0] }
         outputShape = inputShape.enumerated().map { $0.element + values[2 * $0.offset] + values[2 * $0.offset + 1] }
-        counter = .allocate(capacity: max(inputShape.count, 1))
-        counter.initialize(repeating: 0)
         try ctx.setShape(output, outputShape)
-        elementSize = ctx.type(input).byteSize ?? 1
+        let elementSize = ctx.type(input).byteSize ?? 1
         switch ctx.type(input) {
         case .float32: fill = 0
         case .uint8, .int8: fill = UInt8(truncatingIfNeeded: try ctx.quantized(output).zeroPoint)
         default: throw ctx.unsupported()
         }
+        let shape = inputShape, padded = outputShape
+        last = (0..<shape.count).last { padded[$0] != shape[$0] } ?? 0
+        let inner = shape.isEmpty ? 1 : shape[(last + 1)...].reduce(1, *) * elementSize
+        rowBytes = shape.isEmpty ? elementSize : padded[last] * inner
+        runBytes = shape.isEmpty ? elementSize : shape[last] * inner
+        leadBytes = shape.isEmpty ? 0 : before[last] * inner
     }
 
-    func run(_ memory: TensorMemory) {
+    var rowCount: Int { outputShape.isEmpty ? 1 : outputShape[..<last].reduce(1, *) }
+
+    func run(_ memory: TensorMemory) { run(memory, rows: 0..<rowCount) }
+
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
+        guard !range.isEmpty else { return }
         let dst = memory.raw(output), src = memory.raw(input)
-        memset(dst, Int32(fill), outputShape.reduce(1, *) * elementSize)
-        let rank = inputShape.count
-        guard rank > 0, inputShape.allSatisfy({ $0 > 0 }) else { return }
-        // Dimensions after the last padded one keep their sizes, so each slice from that dimension
-        // on is one contiguous run in both tensors (a whole image row for NHWC padded in H and W).
-        let last = (0..<rank).last { outputShape[$0] != inputShape[$0] } ?? 0
-        let runBytes = inputShape[last...].reduce(1, *) * elementSize
-        let runs = inputShape[..<last].reduce(1, *)
-        let index = counter
-        index.update(repeating: 0)
-        for run in 0..<runs {
-            var offset = 0
-            for d in 0..<last { offset = offset * outputShape[d] + index[d] + before[d] }
-            for d in last..<rank { offset = offset * outputShape[d] + (d == last ? before[d] : 0) }
-            (dst + offset * elementSize).copyMemory(from: src + run * runBytes, byteCount: runBytes)
-            var d = last - 1
-            while d >= 0 {
-                index[d] += 1
-                if index[d] < inputShape[d] { break }
-                index[d] = 0
-                d -= 1
+        let (shape, before, last) = (inputShape, self.before, self.last)
+        let (rowBytes, runBytes, leadBytes, fill) = (self.rowBytes, self.runBytes, self.leadBytes, Int32(self.fill))
+        memset(dst + range.lowerBound * rowBytes, fill, range.count * rowBytes)
+        var index = RowIndex(counts: Array(outputShape[..<last]), row: range.lowerBound)
+        for row in range {
+            let out = dst + row * rowBytes
+            // The input row this output row copies, if it lies inside the input.
+            var source = 0, inside = true
+            for axis in 0..<last {
+                let i = index[axis] - before[axis]
+                if i < 0 || i >= shape[axis] { inside = false; break }
+                source = source * shape[axis] + i
             }
+            if inside { (out + leadBytes).copyMemory(from: src + source * runBytes, byteCount: runBytes) }
+            index.advance()
         }
     }
 }

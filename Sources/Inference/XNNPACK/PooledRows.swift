@@ -9,7 +9,7 @@ protocol RowKernel: Kernel {
 
 /// A reference kernel's rows split across the thread pool, for operators Debian's XNNPACK lacks or
 /// runs slowly: int8 SOFTMAX (YOLOv8's 33,600 rows of 16), 8-bit CONCATENATION, TRANSPOSE,
-/// STRIDED_SLICE and SLICE.
+/// STRIDED_SLICE, SLICE and PAD.
 final class PooledRows: Kernel {
     private let kernel: RowKernel
     private let pool: ThreadPool

@@ -17,8 +17,9 @@ final class FoldedRelu: Kernel {
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), RESIZE_BILINEAR (uint8,
 /// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
 /// CONV_2D runs on Spotter's own kernels where the CPU has their instructions: uint8 on AVX-512 VNNI
-/// (``VNNIConvolution``), float32 and 8-bit on AVX2 (``AVX2Convolution``, ``AVX2QuantizedConvolution``). PAD stays on the reference kernel, which
-/// copies whole rows (Debian's XNNPACK took 7 ms to pad YOLOv8's 640x640 RGB input, the reference 0.8).
+/// (``VNNIConvolution``), float32 and 8-bit on AVX2 (``AVX2Convolution``, ``AVX2QuantizedConvolution``). PAD runs the
+/// reference kernel's rows across the pool (Debian's XNNPACK took 7 ms to pad YOLOv8's 640x640 RGB
+/// input, the reference 0.8).
 enum XNNPACKKernels {
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
         let op = ctx.op!
@@ -64,6 +65,9 @@ enum XNNPACKKernels {
         case (.stridedSlice, .stridedSlice(let options)):
             let slice = try StridedSlice(ctx, options: options)
             return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)
+        case (.pad, _) where op.inputs.count == 2:
+            let pad = try Pad(ctx)
+            return PooledRows(pad, rowBytes: pad.rowBytes, pool: pool)
         case (.slice, _):
             let slice = try StridedSlice(slice: ctx)
             return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)
