@@ -74,23 +74,53 @@ enum LineFinder {
         }
         segments.sort { $0.support > $1.support }
         var merged: [Line] = []
+        // Merged lines by direction, in bins as wide as the merging tolerance (so a line within it
+        // lies in the same bin or the next on either side), each bin's indices ascending.
+        var bins = [[Int]](repeating: [], count: directionBins)
         for segment in segments {
+            let first = segment.point(at: segment.start), last = segment.point(at: segment.end)
             // Collinear, and the gap between them no longer than the shorter piece: a side broken by
             // an occluder or a shadow, not unrelated clutter that happens to line up.
-            if let index = merged.firstIndex(where: { line in
-                guard abs(line.direction.x * segment.direction.x + line.direction.y * segment.direction.y) > cos(6 * .pi / 180),
-                      line.distance(to: segment.point(at: segment.start)) < 2.5,
-                      line.distance(to: segment.point(at: segment.end)) < 2.5 else { return false }
-                let ends = [line.position(of: segment.point(at: segment.start)), line.position(of: segment.point(at: segment.end))]
-                let gap = max(0, ends.min()! - line.end, line.start - ends.max()!)
+            func joins(_ line: Line) -> Bool {
+                guard abs(line.direction.x * segment.direction.x + line.direction.y * segment.direction.y) > parallel,
+                      line.distance(to: first) < 2.5, line.distance(to: last) < 2.5 else { return false }
+                let a = line.position(of: first), b = line.position(of: last)
+                let gap = max(0, min(a, b) - line.end, line.start - max(a, b))
                 return gap <= min(line.length, segment.length) + 2
-            }) {
+            }
+            // The earliest merged line that it joins, as a scan of all of them in order would find.
+            let bin = directionBin(segment)
+            var found: Int?
+            for offset in [directionBins - 1, 0, 1] {
+                if let index = bins[(bin + offset) % directionBins].first(where: { joins(merged[$0]) }), index < found ?? .max {
+                    found = index
+                }
+            }
+            if let index = found {
+                let before = directionBin(merged[index])
                 merged[index].absorb(segment)
+                let after = directionBin(merged[index])
+                if after != before {
+                    bins[before].removeAll { $0 == index }
+                    bins[after].insert(index, at: bins[after].firstIndex { $0 > index } ?? bins[after].count)
+                }
             } else {
+                bins[bin].append(merged.count)
                 merged.append(segment)
             }
         }
         return merged.filter { $0.support >= minimumLength / 3 }.sorted { $0.support > $1.support }
+    }
+
+    /// Segments within 6 degrees of a line's direction may join it.
+    static let parallel = cos(6 * Double.pi / 180)
+    static let directionBins = 30
+
+    /// Which 6-degree bin of directions (modulo 180 degrees) a line's lies in.
+    static func directionBin(_ line: Line) -> Int {
+        var angle = atan2(line.direction.y, line.direction.x) * 180 / .pi
+        if angle < 0 { angle += 180 }
+        return min(directionBins - 1, max(0, Int(angle / 6))) % directionBins
     }
 
     static let minimumSegment = 6
@@ -127,32 +157,40 @@ enum LineFinder {
         var chains: [[Point]] = []
         // Neighbours in circular order so that "continue straight" is a small index distance.
         let dx = [1, 1, 0, -1, -1, -1, 0, 1], dy = [0, 1, 1, 1, 0, -1, -1, -1]
-        func walk(from start: Int, heading initial: Int?) -> [Int] {
-            var path: [Int] = []
-            var current = start, heading = initial
-            while true {
-                let x = current % w, y = current / w
-                var best = -1, bestTurn = 9
-                for k in 0..<8 {
-                    let nx = x + dx[k], ny = y + dy[k]
-                    guard nx >= 0, ny >= 0, nx < w, ny < h, !visited[ny * w + nx] else { continue }
-                    let turn = heading.map { min((k - $0 + 8) % 8, ($0 - k + 8) % 8) } ?? (k % 2)
-                    if turn < bestTurn { bestTurn = turn; best = k }
+        visited.withUnsafeMutableBufferPointer { visited in
+            var forward: [Int] = [], backward: [Int] = []
+            func walk(from start: Int, into path: inout [Int]) {
+                path.removeAll(keepingCapacity: true)
+                var current = start, heading: Int? = nil
+                while true {
+                    let x = current % w, y = current / w
+                    var best = -1, bestTurn = 9
+                    for k in 0..<8 {
+                        let nx = x + dx[k], ny = y + dy[k]
+                        guard nx >= 0, ny >= 0, nx < w, ny < h, !visited[ny * w + nx] else { continue }
+                        let turn = heading.map { min((k - $0 + 8) % 8, ($0 - k + 8) % 8) } ?? (k % 2)
+                        if turn < bestTurn { bestTurn = turn; best = k }
+                    }
+                    guard best >= 0, bestTurn <= 2 else { return }
+                    current = (y + dy[best]) * w + x + dx[best]
+                    visited[current] = true
+                    heading = best
+                    path.append(current)
                 }
-                guard best >= 0, bestTurn <= 2 else { return path }
-                current = (y + dy[best]) * w + x + dx[best]
-                visited[current] = true
-                heading = best
-                path.append(current)
             }
-        }
-        for start in 0..<(w * h) where !visited[start] {
-            visited[start] = true
-            let forward = walk(from: start, heading: nil)
-            let backward = walk(from: start, heading: nil)
-            let indices = backward.reversed() + [start] + forward
-            guard indices.count >= LineFinder.minimumSegment else { continue }
-            chains.append(indices.map { Point(x: Double($0 % w), y: Double($0 / w)) })
+            for start in 0..<(w * h) where !visited[start] {
+                visited[start] = true
+                walk(from: start, into: &forward)
+                walk(from: start, into: &backward)
+                let count = backward.count + 1 + forward.count
+                guard count >= LineFinder.minimumSegment else { continue }
+                var chain: [Point] = []
+                chain.reserveCapacity(count)
+                for i in backward.reversed() { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
+                chain.append(Point(x: Double(start % w), y: Double(start / w)))
+                for i in forward { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
+                chains.append(chain)
+            }
         }
         return chains
     }

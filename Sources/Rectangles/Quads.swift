@@ -62,7 +62,18 @@ struct QuadFinder {
             corners[i] = Array(corners[i].sorted { used[$0.other].support > used[$1.other].support }.prefix(Self.cornerLimit))
         }
         let shortest = 0.4 * minimumSide
-        var seen = Set<[Int]>()
+        // Quads are keyed by their four lines, sides by their two corners (each the meeting of two
+        // lines): many quadrilaterals share a side, whose support is then measured once.
+        var seen = Set<Int>()
+        var sides: [Int: Support?] = [:]
+        func corner(_ i: Int, _ j: Int) -> Int { min(i, j) * Self.lineLimit + max(i, j) }
+        func side(_ from: Int, _ to: Int, _ p: Point, _ q: Point) -> Support? {
+            let key = from * Self.lineLimit * Self.lineLimit + to
+            if let known = sides[key] { return known }
+            let measured = support(from: p, to: q)
+            sides[key] = measured
+            return measured
+        }
         var quads: [Quad] = []
         for a in used.indices {
             for ab in corners[a] where ab.other > a {
@@ -74,9 +85,13 @@ struct QuadFinder {
                         for cd in corners[c] where cd.other == d && abs(cd.t - tc) >= shortest {
                             guard cd.point.distance(to: ad.point) >= shortest else { continue }
                             // The same four lines in another cyclic order make another quadrilateral.
-                            let key = [a, min(b, d), c, max(b, d)]
+                            let key = ((a * Self.lineLimit + min(b, d)) * Self.lineLimit + c) * Self.lineLimit + max(b, d)
                             guard seen.insert(key).inserted else { continue }
-                            if let quad = score([ab.point, bc.point, cd.point, ad.point]) { quads.append(quad) }
+                            let points = [ab.point, bc.point, cd.point, ad.point]
+                            let ids = [corner(a, b), corner(b, c), corner(c, d), corner(a, d)]
+                            if let quad = score(points, support: { side(ids[$0], ids[($0 + 1) % 4], points[$0], points[($0 + 1) % 4]) }) {
+                                quads.append(quad)
+                            }
                         }
                     }
                 }
@@ -104,9 +119,13 @@ struct QuadFinder {
         return t <= line.start + inside || t >= line.end - inside
     }
 
-    /// Edge support of the outline through `points` (working pixel coordinates); nil when it fails
-    /// the options or the support thresholds.
-    func score(_ points: [Point]) -> Quad? {
+    /// What ``support(from:to:)`` measures along one side.
+    typealias Support = (found: Double, samples: Double, strong: Double)
+
+    /// Edge support of the outline through `points` (working pixel coordinates), side `k` running
+    /// from point `k` to the next as `support(k)` measures it; nil when it fails the options or the
+    /// support thresholds.
+    func score(_ points: [Point], support: (Int) -> Support?) -> Quad? {
         let scale = Double(factor)
         let full = points.map { Point(x: ($0.x + 0.5) * scale, y: ($0.y + 0.5) * scale) }
         let w = Double(imageSize.width), h = Double(imageSize.height), margin = 2 * scale
@@ -120,7 +139,7 @@ struct QuadFinder {
         guard RectangleDetector.passes(full, options: loose, imageSize: imageSize) else { return nil }
         var hits = 0.0, total = 0.0, contrasted = 0.0
         for side in 0..<4 {
-            guard let (found, samples, strong) = support(from: points[side], to: points[(side + 1) % 4]) else { return nil }
+            guard let (found, samples, strong) = support(side) else { return nil }
             hits += found
             total += samples
             contrasted += strong
@@ -139,7 +158,7 @@ struct QuadFinder {
     /// A sample hits when an edge pixel within one pixel across the side has a gradient within
     /// about 25 degrees of the side's normal and at least `supportingGradient` strong. Only runs of
     /// three or more hits count: texture and noise give scattered hits, a boundary gives runs.
-    func support(from a: Point, to b: Point) -> (found: Double, samples: Double, strong: Double)? {
+    func support(from a: Point, to b: Point) -> Support? {
         let dx = b.x - a.x, dy = b.y - a.y, length = (dx * dx + dy * dy).squareRoot()
         guard length >= 2 else { return nil }
         let nx = -dy / length, ny = dx / length
