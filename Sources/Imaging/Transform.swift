@@ -124,42 +124,43 @@ extension Image {
                 w1[x * bpp + k] = c.w1
             }
         }
-        // Horizontal pass only for the source rows the output needs.
-        var needed = [Bool](repeating: false, count: height)
-        for c in ys {
-            needed[min(max(c.index, 0), height - 1)] = true
-            needed[min(max(c.index + 1, 0), height - 1)] = true
-        }
-        var rows = [Int32](repeating: 0, count: height * rowLength)
+        // Horizontal passes into two rows kept by source row index: output rows run down the
+        // picture, so each source row is computed once (at most twice when rows are far apart).
+        var cache = [Int32](repeating: 0, count: 2 * rowLength)
+        var cached = (-1, -1)
         var result = Image(width: target.width, height: target.height, format: format)
         data.withUnsafeBufferPointer { src in
-            rows.withUnsafeMutableBufferPointer { rows in
+            cache.withUnsafeMutableBufferPointer { cache in
                 left.withUnsafeBufferPointer { left in
                     right.withUnsafeBufferPointer { right in
                         w0.withUnsafeBufferPointer { w0 in
                             w1.withUnsafeBufferPointer { w1 in
-                                for y in 0..<height where needed[y] {
-                                    let line = src.baseAddress! + y * strides[0]
-                                    let out = rows.baseAddress! + y * rowLength
-                                    for i in 0..<rowLength {
-                                        out[i] = Int32(line[left[i]]) &* w0[i] &+ Int32(line[right[i]]) &* w1[i]
+                                result.data.withUnsafeMutableBufferPointer { dst in
+                                    /// The horizontal pass of source row `y`, computed into a slot unless kept.
+                                    func row(_ y: Int, avoiding other: Int) -> UnsafeMutablePointer<Int32> {
+                                        if cached.0 == y { return cache.baseAddress! }
+                                        if cached.1 == y { return cache.baseAddress! + rowLength }
+                                        let slot = cached.0 == other ? 1 : 0
+                                        if slot == 0 { cached.0 = y } else { cached.1 = y }
+                                        let line = src.baseAddress! + y * strides[0]
+                                        let out = cache.baseAddress! + slot * rowLength
+                                        for i in 0..<rowLength {
+                                            out[i] = Int32(line[left[i]]) &* w0[i] &+ Int32(line[right[i]]) &* w1[i]
+                                        }
+                                        return out
+                                    }
+                                    for (y, c) in ys.enumerated() {
+                                        let top = min(max(c.index, 0), height - 1), bottom = min(max(c.index + 1, 0), height - 1)
+                                        let r0 = row(top, avoiding: bottom), r1 = row(bottom, avoiding: top)
+                                        let out = dst.baseAddress! + y * rowLength
+                                        for i in 0..<rowLength {
+                                            let a = (Int32(Int16(clamping: r0[i] >> 4)) &* c.w0) >> 16
+                                            let b = (Int32(Int16(clamping: r1[i] >> 4)) &* c.w1) >> 16
+                                            out[i] = UInt8(clamping: (Int32(Int16(clamping: a &+ b)) &+ 2) >> 2)
+                                        }
                                     }
                                 }
                             }
-                        }
-                    }
-                }
-            }
-            result.data.withUnsafeMutableBufferPointer { dst in
-                rows.withUnsafeBufferPointer { rows in
-                    for (y, c) in ys.enumerated() {
-                        let r0 = rows.baseAddress! + min(max(c.index, 0), height - 1) * rowLength
-                        let r1 = rows.baseAddress! + min(max(c.index + 1, 0), height - 1) * rowLength
-                        let out = dst.baseAddress! + y * rowLength
-                        for i in 0..<rowLength {
-                            let a = (Int32(Int16(clamping: r0[i] >> 4)) &* c.w0) >> 16
-                            let b = (Int32(Int16(clamping: r1[i] >> 4)) &* c.w1) >> 16
-                            out[i] = UInt8(clamping: (Int32(Int16(clamping: a &+ b)) &+ 2) >> 2)
                         }
                     }
                 }
