@@ -52,6 +52,9 @@ struct Luma {
         return top * (1 - ay) + bottom * ay
     }
 
+    /// The largest factor ``downscaled(by:channels:)`` takes: 257 rows of bytes fill a 16-bit sum.
+    static let largestFactor = 257
+
     /// The picture averaged over `factor` x `factor` blocks (the last partial row and column
     /// dropped): its luma, or with `channels`, red, green and blue as three planes (one for grey
     /// and YUV pictures, whose luma is what they have).
@@ -67,32 +70,34 @@ struct Luma {
         image.data.withUnsafeBufferPointer { src in
             out.pixels.withUnsafeMutableBufferPointer { dst in
                 // First every byte of the block's rows summed down the columns (one straight pass the
-                // compiler vectorizes), then those column sums summed across each block per channel;
-                // weighted once per block.
+                // compiler vectorizes; 16-bit sums hold `largestFactor` rows of bytes), then those
+                // column sums summed across each block per channel; weighted once per block.
+                precondition(k <= Self.largestFactor, "downscaling by \(k) would overflow the 16-bit column sums")
                 let usedBytes = ww * k * bpp
-                let columns = UnsafeMutableBufferPointer<Int32>.allocate(capacity: usedBytes)
+                let columns = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: usedBytes)
                 let sums = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 3 * ww)
                 defer {
                     columns.deallocate()
                     sums.deallocate()
                 }
                 for oy in 0..<wh {
-                    columns.initialize(repeating: 0)
-                    for dy in 0..<k {
+                    let first = src.baseAddress! + start + oy * k * stride
+                    for i in 0..<usedBytes { columns[i] = UInt16(first[i]) }
+                    for dy in 1..<max(1, k) {
                         let row = src.baseAddress! + start + (oy * k + dy) * stride
-                        for i in 0..<usedBytes { columns[i] &+= Int32(row[i]) }
+                        for i in 0..<usedBytes { columns[i] &+= UInt16(row[i]) }
                     }
                     if bpp == 1 {
                         for ox in 0..<ww {
                             var s: Int32 = 0, p = ox * k
-                            for _ in 0..<k { s &+= columns[p]; p += 1 }
+                            for _ in 0..<k { s &+= Int32(columns[p]); p += 1 }
                             sums[ox] = s
                         }
                     } else {
                         for ox in 0..<ww {
                             var r: Int32 = 0, g: Int32 = 0, b: Int32 = 0, p = ox * k * bpp
                             for _ in 0..<k {
-                                r &+= columns[p + ro]; g &+= columns[p + go]; b &+= columns[p + bo]
+                                r &+= Int32(columns[p + ro]); g &+= Int32(columns[p + go]); b &+= Int32(columns[p + bo])
                                 p += bpp
                             }
                             sums[3 * ox] = r; sums[3 * ox + 1] = g; sums[3 * ox + 2] = b

@@ -111,7 +111,8 @@ public struct RectangleDetector: Sendable {
     /// of the picture turned upright by `orientation`.
     public func detect(in image: Image, orientation: Orientation = .up) -> [RectangleObservation] {
         let luma = Luma(image)
-        let factor = max(1, min(image.width, image.height) / 240)
+        // At most 257: the downscaling's 16-bit column sums hold that many rows.
+        let factor = min(Luma.largestFactor, max(1, min(image.width, image.height) / 240))
         let edges = EdgeMap(luma.downscaled(by: factor, channels: true))
         let lines = LineFinder.lines(in: edges, minimumLength: QuadFinder.minimumSide(options, imageSize: image.size, factor: factor))
         var quads = QuadFinder(edges: edges, lines: lines, options: options, factor: factor, imageSize: image.size).candidates()
