@@ -61,66 +61,56 @@ struct Luma {
     func downscaled(by factor: Int, channels: Bool = false) -> [Plane] {
         let ww = max(1, image.width / factor), wh = max(1, image.height / factor)
         let k = min(factor, image.width, image.height)
-        var out = Plane(width: ww, height: wh)
         let colour = channels && bytesPerPixel > 1
-        var red = Plane(width: colour ? ww : 0, height: colour ? wh : 0), green = red, blue = red
+        var out = Plane(width: colour ? 0 : ww, height: colour ? 0 : wh)
+        let (cw, ch) = colour ? (ww, wh) : (0, 0)
+        var red = Plane(width: cw, height: ch), green = Plane(width: cw, height: ch), blue = Plane(width: cw, height: ch)
         let stride = image.strides[0], start = image.planeOffsets[0], bpp = bytesPerPixel
         let (ro, go, bo) = offsets
-        let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256))
+        let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256)), channelScale = scale * 256
+        precondition(k <= Self.largestFactor, "downscaling by \(k) would overflow the 16-bit column sums")
+        // First every byte of the block's rows summed down the columns (one straight pass the
+        // compiler vectorizes; 16-bit sums hold `largestFactor` rows of bytes), then those column
+        // sums summed across each block per channel; weighted once per block.
+        let usedBytes = ww * k * bpp
+        let columns = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: usedBytes)
+        defer { columns.deallocate() }
         image.data.withUnsafeBufferPointer { src in
             out.pixels.withUnsafeMutableBufferPointer { dst in
-                // First every byte of the block's rows summed down the columns (one straight pass the
-                // compiler vectorizes; 16-bit sums hold `largestFactor` rows of bytes), then those
-                // column sums summed across each block per channel; weighted once per block.
-                precondition(k <= Self.largestFactor, "downscaling by \(k) would overflow the 16-bit column sums")
-                let usedBytes = ww * k * bpp
-                let columns = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: usedBytes)
-                let sums = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 3 * ww)
-                defer {
-                    columns.deallocate()
-                    sums.deallocate()
-                }
-                for oy in 0..<wh {
-                    let first = src.baseAddress! + start + oy * k * stride
-                    for i in 0..<usedBytes { columns[i] = UInt16(first[i]) }
-                    for dy in 1..<max(1, k) {
-                        let row = src.baseAddress! + start + (oy * k + dy) * stride
-                        for i in 0..<usedBytes { columns[i] &+= UInt16(row[i]) }
-                    }
-                    if bpp == 1 {
-                        for ox in 0..<ww {
-                            var s: Int32 = 0, p = ox * k
-                            for _ in 0..<k { s &+= Int32(columns[p]); p += 1 }
-                            sums[ox] = s
-                        }
-                    } else {
-                        for ox in 0..<ww {
-                            var r: Int32 = 0, g: Int32 = 0, b: Int32 = 0, p = ox * k * bpp
-                            for _ in 0..<k {
-                                r &+= Int32(columns[p + ro]); g &+= Int32(columns[p + go]); b &+= Int32(columns[p + bo])
-                                p += bpp
-                            }
-                            sums[3 * ox] = r; sums[3 * ox + 1] = g; sums[3 * ox + 2] = b
-                        }
-                    }
-                    if bpp == 1 {
-                        for ox in 0..<ww { dst[oy * ww + ox] = Float(sums[ox]) * scale }
-                    } else if colour {
-                        let channelScale = scale * 256
-                        red.pixels.withUnsafeMutableBufferPointer { r in
-                            green.pixels.withUnsafeMutableBufferPointer { g in
-                                blue.pixels.withUnsafeMutableBufferPointer { b in
+                red.pixels.withUnsafeMutableBufferPointer { r in
+                    green.pixels.withUnsafeMutableBufferPointer { g in
+                        blue.pixels.withUnsafeMutableBufferPointer { b in
+                            for oy in 0..<wh {
+                                let first = src.baseAddress! + start + oy * k * stride
+                                for i in 0..<usedBytes { columns[i] = UInt16(first[i]) }
+                                for dy in 1..<max(1, k) {
+                                    let row = src.baseAddress! + start + (oy * k + dy) * stride
+                                    for i in 0..<usedBytes { columns[i] &+= UInt16(row[i]) }
+                                }
+                                let line = oy * ww
+                                if bpp == 1 {
                                     for ox in 0..<ww {
-                                        r[oy * ww + ox] = Float(sums[3 * ox]) * channelScale
-                                        g[oy * ww + ox] = Float(sums[3 * ox + 1]) * channelScale
-                                        b[oy * ww + ox] = Float(sums[3 * ox + 2]) * channelScale
+                                        var sum: Int32 = 0, p = ox * k
+                                        for _ in 0..<k { sum &+= Int32(columns[p]); p += 1 }
+                                        dst[line + ox] = Float(sum) * scale
+                                    }
+                                    continue
+                                }
+                                for ox in 0..<ww {
+                                    var rs: Int32 = 0, gs: Int32 = 0, bs: Int32 = 0, p = ox * k * bpp
+                                    for _ in 0..<k {
+                                        rs &+= Int32(columns[p + ro]); gs &+= Int32(columns[p + go]); bs &+= Int32(columns[p + bo])
+                                        p += bpp
+                                    }
+                                    if colour {
+                                        r[line + ox] = Float(rs) * channelScale
+                                        g[line + ox] = Float(gs) * channelScale
+                                        b[line + ox] = Float(bs) * channelScale
+                                    } else {
+                                        dst[line + ox] = Float(77 * rs + 150 * gs + 29 * bs) * scale
                                     }
                                 }
                             }
-                        }
-                    } else {
-                        for ox in 0..<ww {
-                            dst[oy * ww + ox] = Float(77 * sums[3 * ox] + 150 * sums[3 * ox + 1] + 29 * sums[3 * ox + 2]) * scale
                         }
                     }
                 }
@@ -152,8 +142,8 @@ struct EdgeMap {
         height = plane.height
         let w = plane.width, h = plane.height
         var gx = [Float](repeating: 0, count: w * h)
-        var gy = gx
-        var magnitude = gx
+        var gy = [Float](repeating: 0, count: w * h)
+        var magnitude = [Float](repeating: 0, count: w * h)
         for channel in planes where w >= 3 && h >= 3 {
             let smooth = Self.binomial(channel)
             smooth.pixels.withUnsafeBufferPointer { p in
