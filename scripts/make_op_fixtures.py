@@ -646,6 +646,23 @@ def fast_path_cases():
     # Pixel tiles that wrap from one image row, and one image, to the next (the kernel steps pixel
     # coordinates along a tile rather than dividing per pixel).
     float_convolutions([("conv2d_float32_3x3_batch3_tiles_wrap", [3, 5, 7, 6], 3, 1, 1, Padding.SAME, 10, Act.NONE)])
+    # PReLU as TensorFlow exports it (MobileFaceNet): RELU(x) + (x - ABS(x)) * alpha * 0.5, 13 channels
+    # (a partial vector) over enough rows to split across threads; once with the ADD clamping
+    # (RELU6), once with an intermediate also a model output (the six operators must then run).
+    for name, act, outputs in [("prelu_pattern_float32", Act.NONE, [8]), ("prelu_pattern_float32_relu6", Act.RELU6, [8]),
+                               ("prelu_pattern_float32_product_also_output", Act.NONE, [8, 4])]:
+        shape = [1, 24, 30, 13]
+        alpha = T([13], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [13]).astype(np.float32))
+        half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
+        tensors = [T(shape, TT.FLOAT32), T(shape, TT.FLOAT32), T(shape, TT.FLOAT32), alpha, T(shape, TT.FLOAT32), half,
+                   T(shape, TT.FLOAT32), T(shape, TT.FLOAT32), T(shape, TT.FLOAT32)]
+        save(name, tensors, [0], outputs, [
+            (Op.ABS, None, [0], [1], 0, None, None),
+            (Op.SUB, None, [0, 1], [2], Opt.SubOptions, options("SubOptions"), None),
+            (Op.MUL, None, [2, 3], [4], Opt.MulOptions, options("MulOptions"), None),
+            (Op.MUL, None, [4, 5], [6], Opt.MulOptions, options("MulOptions"), None),
+            (Op.RELU, None, [0], [7], 0, None, None),
+            (Op.ADD, None, [7, 6], [8], Opt.AddOptions, options("AddOptions", FusedActivationFunction=act), None)])
 
 
 

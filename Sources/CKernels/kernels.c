@@ -157,3 +157,25 @@ void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* o
     lookup_context context = {table, input, output};
     pthreadpool_parallelize_1d_tile_1d(pool, lookup_task, &context, count, 1 << 16, 0);
 }
+
+/// y = clamp(max(x, 0) + ((x - |x|) * alpha[c]) * scale[c]) with the float operations of XNNPACK's
+/// clamp, abs, subtract, multiply and add (maxps, sign bit cleared, then min after max).
+__attribute__((target("avx2,fma"))) void spotter_prelu_f32(const float* x, float* y, size_t rows, size_t channels,
+                                                           const float* alpha, const float* scale, float lo, float hi) {
+    const __m256 zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+    const __m256 low = _mm256_set1_ps(lo), high = _mm256_set1_ps(hi);
+    const size_t whole = channels / 8 * 8;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(channels - whole)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (size_t r = 0; r < rows; r++, x += channels, y += channels) {
+        for (size_t c = 0; c < channels; c += 8) {
+            const int full = c < whole;
+            const __m256 v = full ? _mm256_loadu_ps(x + c) : _mm256_maskload_ps(x + c, mask);
+            const __m256 a = full ? _mm256_loadu_ps(alpha + c) : _mm256_maskload_ps(alpha + c, mask);
+            const __m256 s = full ? _mm256_loadu_ps(scale + c) : _mm256_maskload_ps(scale + c, mask);
+            const __m256 negative = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(v, _mm256_andnot_ps(sign, v)), a), s);
+            __m256 sum = _mm256_add_ps(_mm256_max_ps(v, zero), negative);
+            sum = _mm256_min_ps(_mm256_max_ps(sum, low), high);
+            if (full) _mm256_storeu_ps(y + c, sum); else _mm256_maskstore_ps(y + c, mask, sum);
+        }
+    }
+}

@@ -201,7 +201,8 @@ public final class Interpreter {
         public var name: String
         /// Which kernels ran it: `xnnpack`, `vnni` (Spotter's AVX-512 VNNI convolution), `avx2`
         /// (Spotter's float and 8-bit convolutions), `silu` (8-bit `x * LOGISTIC(x)` in one table),
-        /// `pooled` (a reference kernel's rows split across the threads), `folded` (a RELU the
+        /// `pooled` (a reference kernel's rows split across the threads), `prelu` (a PReLU's six
+        /// operators computed in one pass at its ADD), `folded` (a RELU the
         /// operator before it applied) or `reference`.
         public var backend: String
         public var medianMilliseconds: Double
@@ -222,11 +223,21 @@ public final class Interpreter {
             let sorted = times.sorted()
             return OperatorTiming(
                 index: index, name: graph.operators[index].code.name,
-                backend: kernels[index] is XNNPACKKernel ? "xnnpack" : kernels[index] is VNNIConvolution ? "vnni"
-                    : kernels[index] is AVX2Convolution || kernels[index] is AVX2QuantizedConvolution ? "avx2"
-                    : kernels[index] is SiLU || kernels[index] is SiLU.Absorbed ? "silu"
-                    : kernels[index] is PooledRows ? "pooled" : kernels[index] is FoldedRelu ? "folded" : "reference",
-                medianMilliseconds: sorted[sorted.count / 2])
+                backend: Self.backend(of: kernels[index]), medianMilliseconds: sorted[sorted.count / 2])
+        }
+    }
+
+    /// What ``OperatorTiming/backend`` says runs an operator.
+    private static func backend(of kernel: Kernel) -> String {
+        switch kernel {
+        case is XNNPACKKernel: "xnnpack"
+        case is VNNIConvolution: "vnni"
+        case is AVX2Convolution, is AVX2QuantizedConvolution: "avx2"
+        case is SiLU, is SiLU.Absorbed: "silu"
+        case is PReLU.Absorbed: "prelu"
+        case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : "pooled"
+        case is FoldedRelu: "folded"
+        default: "reference"
         }
     }
 

@@ -74,6 +74,9 @@ final class PrepareContext {
     /// it follows): they are prepared as no-ops whose output shares their input's storage.
     var absorbed: Set<Int> = []
 
+    /// The PReLU patterns found so far, by the index of each of their operators (``PReLU``).
+    var prelus: [Int: PReLU.Pattern] = [:]
+
     func constant<T: BitwiseCopyable>(_ tensor: Int, as type: T.Type) throws -> [T] {
         guard let values = model.constantValues(of: graph.tensors[tensor], as: type) else {
             throw fail("tensor \"\(graph.tensors[tensor].name)\" must be constant")

@@ -90,6 +90,23 @@ import TFLiteFormat
         #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
     }
 
+    /// TensorFlow's six-operator PReLU (MobileFaceNet) is one pass at its ADD on the fast path,
+    /// unless something else reads an intermediate; either way the bytes are LiteRT's XNNPACK bytes.
+    @Test("a PReLU's six operators become one pass only when nothing else reads their intermediates", arguments: [
+        ("prelu_pattern_float32", [String](repeating: "prelu", count: 6)),
+        ("prelu_pattern_float32_relu6", [String](repeating: "prelu", count: 6)),
+        ("prelu_pattern_float32_product_also_output", [String](repeating: "xnnpack", count: 6)),
+    ])
+    func preluIsFusedOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
+        for index in 0..<interpreter.outputCount {
+            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
+            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
+            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
+        }
+    }
+
     @Test("reference kernel matches LiteRT", arguments: cases)
     func referenceKernelMatchesLiteRT(_ name: String) throws {
         let interpreter = try Self.run(name, .reference)

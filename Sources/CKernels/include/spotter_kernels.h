@@ -52,6 +52,11 @@ void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* o
 /// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads.
 void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool);
 
+/// PReLU as TensorFlow spells it, `max(x, 0) + ((x - |x|) * alpha) * scale` clamped to [lo, hi],
+/// over `rows` rows of `channels` floats (alpha and scale one per channel), on AVX2.
+void spotter_prelu_f32(const float* x, float* y, size_t rows, size_t channels, const float* alpha, const float* scale,
+                       float lo, float hi);
+
 /// 1 when the CPU and OS support AVX2 and FMA, else 0.
 int spotter_has_avx2_fma(void);
 

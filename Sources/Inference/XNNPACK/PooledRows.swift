@@ -11,7 +11,7 @@ protocol RowKernel: Kernel {
 /// runs slowly: int8 SOFTMAX (YOLOv8's 33,600 rows of 16), 8-bit CONCATENATION, TRANSPOSE,
 /// STRIDED_SLICE, SLICE and PAD.
 final class PooledRows: Kernel {
-    private let kernel: RowKernel
+    let kernel: RowKernel
     private let pool: ThreadPool
     /// Rows per task: about 16 KiB of output.
     private let tile: Int

@@ -27,6 +27,9 @@ enum XNNPACKKernels {
         let type = ctx.type(op.inputs[0])
         guard ctx.type(op.outputs[0]) == type || [.quantize, .dequantize].contains(op.code.builtin) else { return nil }
         if [.logistic, .mul].contains(op.code.builtin), let kernel = try SiLU.make(ctx, pool: pool) { return kernel }
+        if type == .float32, [.abs, .relu, .sub, .mul, .add].contains(op.code.builtin), let kernel = try PReLU.make(ctx, pool: pool) {
+            return kernel
+        }
         if ctx.absorbed.contains(op.index) {
             try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
             ctx.alias(output: op.outputs[0], to: op.inputs[0])

@@ -1,0 +1,121 @@
+internal import CKernels
+import TFLiteFormat
+
+/// PReLU as TensorFlow exports it without a PRELU operator (MobileFaceNet, after every
+/// convolution): `RELU(x) + (x - ABS(x)) * alpha * scale`, six operators and six passes over the
+/// activations. Where the CPU has AVX2, the fast path computes the same float operations in the
+/// same order, as XNNPACK's operators do them, in one pass at the ADD
+/// (Sources/CKernels/kernels.c); the ABS, SUB, MULs and RELU, whose outputs only the pattern reads,
+/// do nothing.
+final class PReLU: RowKernel {
+    /// The six operators of one PReLU, found from its input `x`.
+    struct Pattern {
+        let x: Int
+        /// Constants multiplied in, each one value or one per channel (the last axis).
+        let alpha: Int
+        let scale: Int
+        let add: Int
+        let parts: [Int]
+    }
+
+    var readsConstantInputs: Bool { false }
+
+    private let input, output, channels: Int
+    private let alpha, scale: [Float]
+    private let low, high: Float
+    let rowCount: Int
+    var rowBytes: Int { channels * 4 }
+
+    /// The kernel for an operator of a float32 PReLU pattern, else nil. The first of its operators
+    /// finds the pattern and records it in `ctx`; the ADD computes it; the others do nothing.
+    static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
+        let op = ctx.op!
+        if ctx.prelus[op.index] == nil, AVX2Convolution.isAvailable, [.abs, .relu].contains(op.code.builtin), let pattern = match(from: op.inputs[0], ctx) {
+            for index in pattern.parts + [pattern.add] { ctx.prelus[index] = pattern }
+        }
+        guard let pattern = ctx.prelus[op.index] else { return nil }
+        guard op.index == pattern.add else {
+            try ctx.setShape(op.outputs[0], ctx.shape(pattern.x))
+            return Absorbed()
+        }
+        guard case .add(let activation) = op.options else { return nil }
+        let kernel = try PReLU(ctx, pattern, activation: activation)
+        return PooledRows(kernel, rowBytes: kernel.rowBytes, pool: pool)
+    }
+
+    /// The PReLU pattern reading `x`, when every tensor is float32 of x's shape, the constants are
+    /// one value or one per channel, no operator but the last has an activation, and nothing else
+    /// (not even the model's outputs) reads the intermediate tensors.
+    static func match(from x: Int, _ ctx: PrepareContext) -> Pattern? {
+        let graph = ctx.graph
+        guard x >= 0, graph.tensors[x].type == .float32 else { return nil }
+        let shape = ctx.shape(x), channels = shape.last ?? 1
+        /// The one operator reading `tensor`, if only one does and it is not a model output.
+        func soleReader(_ tensor: Int) -> OperatorInfo? {
+            let readers = graph.operators.filter { $0.inputs.contains(tensor) }
+            guard readers.count == 1, !graph.outputs.contains(tensor), readers[0].outputs.count == 1,
+                  graph.tensors[readers[0].outputs[0]].type == .float32 else { return nil }
+            return readers[0]
+        }
+        /// The other input of a two-input operator reading `tensor`.
+        func other(_ op: OperatorInfo, _ tensor: Int) -> Int? {
+            guard op.inputs.count == 2 else { return nil }
+            return op.inputs[0] == tensor ? op.inputs[1] : op.inputs[1] == tensor ? op.inputs[0] : nil
+        }
+        /// A float32 constant of one value, or of one per channel along the last axis only.
+        func perChannel(_ tensor: Int) -> Bool {
+            let dims = ctx.shape(tensor)
+            return graph.tensors[tensor].type == .float32 && ctx.isConstant(tensor) && dims.count <= shape.count
+                && dims.dropLast().allSatisfy { $0 == 1 } && [1, channels].contains(dims.last ?? 1)
+        }
+        let readers = graph.operators.filter { $0.inputs.contains(x) }
+        guard let abs = readers.first(where: { $0.code.builtin == .abs && $0.inputs == [x] }),
+              let relu = readers.first(where: { $0.code.builtin == .relu && $0.inputs == [x] }),
+              let sub = soleReader(abs.outputs[0]), sub.code.builtin == .sub, case .sub(.none) = sub.options,
+              sub.inputs == [x, abs.outputs[0]],
+              let mul = soleReader(sub.outputs[0]), mul.code.builtin == .mul, case .mul(.none) = mul.options,
+              let alpha = other(mul, sub.outputs[0]), perChannel(alpha),
+              let mul2 = soleReader(mul.outputs[0]), mul2.code.builtin == .mul, case .mul(.none) = mul2.options,
+              let scale = other(mul2, mul.outputs[0]), perChannel(scale),
+              let add = soleReader(relu.outputs[0]), add.code.builtin == .add, case .add = add.options,
+              other(add, relu.outputs[0]) == mul2.outputs[0],
+              [abs, relu, sub, mul, mul2, add].allSatisfy({ ctx.shape($0.outputs[0]).isEmpty || ctx.shape($0.outputs[0]) == shape })
+        else { return nil }
+        let parts = [abs, sub, mul, mul2, relu].map(\.index)
+        // The fused kernel runs at the ADD, so x must be computed, and the pieces come, before it.
+        guard parts.allSatisfy({ $0 < add.index }) else { return nil }
+        return Pattern(x: x, alpha: alpha, scale: scale, add: add.index, parts: parts)
+    }
+
+    private init(_ ctx: PrepareContext, _ pattern: Pattern, activation: FusedActivation) throws {
+        input = pattern.x
+        output = ctx.output(0)
+        let shape = ctx.shape(input)
+        try ctx.setShape(output, shape)
+        let channels = max(1, shape.last ?? 1)
+        self.channels = channels
+        rowCount = shape.reduce(1, *) / channels
+        func expand(_ values: [Float]) -> [Float] { values.count == 1 ? [Float](repeating: values[0], count: channels) : values }
+        alpha = expand(try ctx.constant(pattern.alpha, as: Float.self))
+        scale = expand(try ctx.constant(pattern.scale, as: Float.self))
+        (low, high) = FixedPoint.activationRange(activation)
+    }
+
+    func run(_ memory: TensorMemory) { run(memory, rows: 0..<rowCount) }
+
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
+        let start = range.lowerBound * channels
+        alpha.withUnsafeBufferPointer { alpha in
+            scale.withUnsafeBufferPointer { scale in
+                spotter_prelu_f32(memory.typed(input, Float.self) + start, memory.typed(output, Float.self) + start, range.count,
+                                  channels, alpha.baseAddress, scale.baseAddress, low, high)
+            }
+        }
+    }
+
+    /// An operator of the pattern other than its ADD: its output is never read.
+    final class Absorbed: Kernel {
+        var readsConstantInputs: Bool { false }
+        func run(_ memory: TensorMemory) {}
+    }
+}
