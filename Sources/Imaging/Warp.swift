@@ -17,9 +17,6 @@ extension Image {
         // OpenCV's fused multiply-adds, computed in Double (the float product is exact there) and
         // rounded once to Float: without -mfma, Float.addingProduct is a libm call per use.
         @inline(__always) func fused(_ a: Float, _ b: Float, _ c: Float) -> Float { Float(Double(a) * Double(b) + Double(c)) }
-        @inline(__always) func fused4(_ a: Float, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> SIMD4<Float> {
-            SIMD4<Float>(SIMD4<Double>(repeating: Double(a)) * SIMD4<Double>(b) + SIMD4<Double>(c))
-        }
         out.data.withUnsafeMutableBufferPointer { dst in
             data.withUnsafeBufferPointer { src in
                 func at(_ px: Int, _ py: Int, _ c: Int) -> Float {
@@ -44,18 +41,6 @@ extension Image {
                             continue
                         }
                         let inside = ix < w - 1 && iy < h - 1 && ix >= 0 && iy >= 0
-                        if inside && channels == 3 {
-                            // The same float and double operations on the three channels at once.
-                            let s = iy * stride + ix * 3, t = s + stride
-                            let p00 = SIMD4<Float>(Float(src[s]), Float(src[s + 1]), Float(src[s + 2]), 0)
-                            let p01 = SIMD4<Float>(Float(src[s + 3]), Float(src[s + 4]), Float(src[s + 5]), 0)
-                            let p10 = SIMD4<Float>(Float(src[t]), Float(src[t + 1]), Float(src[t + 2]), 0)
-                            let p11 = SIMD4<Float>(Float(src[t + 3]), Float(src[t + 4]), Float(src[t + 5]), 0)
-                            let top = fused4(alpha, p01 - p00, p00), bottom = fused4(alpha, p11 - p10, p10)
-                            let value = fused4(beta, bottom - top, top)
-                            for c in 0..<3 { dst[d + c] = UInt8(min(max(Rounding.nearestEven(value[c]), 0), 255)) }
-                            continue
-                        }
                         for c in 0..<channels {
                             let p00, p01, p10, p11: Float
                             if inside {
