@@ -9,29 +9,50 @@
 /// after a switch are left out: the pool's workers take a while to wake or to fall asleep); the faster way is
 /// kept for a while (5 s, doubling up to 40 s while measurements keep confirming it), then measured
 /// again. A run of periods much slower than the kept way's median starts a new measurement at once.
+/// A kept pool is also checked against the single median on its own later periods: under
+/// contention a few pooled periods can look fast while the pipeline's queues still hold frames, and
+/// the pool's waiting shows only once the decode and encode threads fall behind.
 ///
 /// ```
 ///   measuring --(2 skipped + 4 single, 2 skipped + 4 pooled periods, or one pooled period
 ///                over 1.5x the single median)--> holding(faster way)
 ///   holding --(hold time passed, or 4 periods > 1.5x its median)--> measuring
+///   holding(pool) --(median of its last 8 periods over the single median)--> holding(single)
 /// ```
-struct ThreadChoice {
-    static let samplesPerWay = 4
-    static let skippedAfterSwitch = 2
+package struct ThreadChoice {
+    package static let samplesPerWay = 4
+    package static let skippedAfterSwitch = 2
     static let holdSeconds = (shortest: 5.0, longest: 40.0)
     /// Periods longer than this are pauses of the caller, not measurements.
     static let longestSample = 1.0
+    /// Periods of a kept pool whose median is compared with the single median.
+    package static let checkedPooledPeriods = 8
 
     private var pooled: [Double] = []
     private var single: [Double] = []
     private var previous: (start: ContinuousClock.Instant, pooled: Bool)?
-    private var holding: (pooled: Bool, typical: Double, since: ContinuousClock.Instant, slow: Int)?
+    private var holding: Hold?
+    /// The way kept until the next measurement.
+    private struct Hold {
+        var pooled: Bool
+        /// The kept way's median period when it was chosen.
+        var typical: Double
+        /// The single median of the same measurement.
+        var singleTypical: Double
+        var since: ContinuousClock.Instant
+        /// Consecutive periods over 1.5x `typical`.
+        var slow = 0
+        /// The latest periods while the pool is kept (at most ``checkedPooledPeriods``).
+        var recent: [Double] = []
+    }
     private var lastChoice: Bool?
     private var skipped = 0
     private var hold = Self.holdSeconds.shortest
 
     /// Whether the invoke starting at `now` uses the pool; records the period since the last start.
-    mutating func startInvoke(at now: ContinuousClock.Instant) -> Bool {
+    package init() {}
+
+    package mutating func startInvoke(at now: ContinuousClock.Instant) -> Bool {
         if let previous {
             let period = (now - previous.start).components
             let seconds = Double(period.seconds) + Double(period.attoseconds) / 1e18
@@ -45,6 +66,17 @@ struct ThreadChoice {
     private mutating func record(_ seconds: Double, pooled wasPooled: Bool, now: ContinuousClock.Instant) {
         if var held = holding {
             held.slow = seconds > held.typical * 1.5 ? held.slow + 1 : 0
+            if held.pooled {
+                if held.recent.count == Self.checkedPooledPeriods { held.recent.removeFirst() }
+                held.recent.append(seconds)
+                if held.recent.count == Self.checkedPooledPeriods && Self.median(held.recent) > held.singleTypical {
+                    // The pool loses over a longer run: keep the calling thread alone, for longer each time.
+                    hold = lastChoice == false ? min(hold * 2, Self.holdSeconds.longest) : Self.holdSeconds.shortest
+                    lastChoice = false
+                    holding = Hold(pooled: false, typical: held.singleTypical, singleTypical: held.singleTypical, since: now)
+                    return
+                }
+            }
             if held.slow >= 4 || now - held.since > .seconds(hold) {
                 holding = nil
                 pooled.removeAll(keepingCapacity: true)
@@ -70,7 +102,7 @@ struct ThreadChoice {
         let choosePool = !clearlySlower && pooledTypical < singleTypical * 0.95
         hold = choosePool == lastChoice ? min(hold * 2, Self.holdSeconds.longest) : Self.holdSeconds.shortest
         lastChoice = choosePool
-        holding = (choosePool, choosePool ? pooledTypical : singleTypical, now, 0)
+        holding = Hold(pooled: choosePool, typical: choosePool ? pooledTypical : singleTypical, singleTypical: singleTypical, since: now)
     }
 
     private static func median(_ values: [Double]) -> Double {
