@@ -505,11 +505,11 @@ def float_convolutions(cases=None):
              [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
 
 
-def quantized_convolutions():
+def quantized_convolutions(cases=None):
     """8-bit CONV_2D shapes for the AVX2 kernel: partial channel blocks and pixel tiles, an odd
     receptive field (its last pair half empty), padding, dilation, batches, and input rows long
     enough to be widened 16 values at a time."""
-    cases = [  # name, type, input shape, kernel, stride, dilation, padding, output channels, activation
+    cases = cases or [  # name, type, input shape, kernel, stride, dilation, padding, output channels, activation
         ("conv2d_uint8_1x1_c35_to_40_batch2", TT.UINT8, [2, 7, 5, 35], 1, 1, 1, Padding.SAME, 40, Act.RELU6),
         ("conv2d_int8_3x3_s2_c5_to_21", TT.INT8, [1, 13, 11, 5], 3, 2, 1, Padding.SAME, 21, Act.NONE),
         ("conv2d_int8_3x3_dilated_c18_to_16", TT.INT8, [1, 11, 10, 18], 3, 1, 2, Padding.VALID, 16, Act.RELU),
@@ -663,6 +663,14 @@ def fast_path_cases():
             (Op.MUL, None, [4, 5], [6], Opt.MulOptions, options("MulOptions"), None),
             (Op.RELU, None, [0], [7], 0, None, None),
             (Op.ADD, None, [7, 6], [8], Opt.AddOptions, options("AddOptions", FusedActivationFunction=act), None)])
+    # The VNNI kernel's paths: int8 inputs read as x + 128 straight from a 1x1 layer's input (in
+    # channels a multiple of 4) in tasks starting past the first row; receptive fields long enough
+    # that a task keeps fewer than 64 im2col rows on its stack (int8, and uint8 with its row sums).
+    quantized_convolutions([
+        ("conv2d_int8_1x1_c64_to_40_batch2_direct", TT.INT8, [2, 9, 10, 64], 1, 1, 1, Padding.SAME, 40, Act.NONE),
+        ("conv2d_int8_3x3_c200_to_36_long_field", TT.INT8, [1, 12, 11, 200], 3, 1, 1, Padding.SAME, 36, Act.RELU6),
+        ("conv2d_uint8_3x3_c180_to_20_long_field", TT.UINT8, [1, 10, 12, 180], 3, 1, 1, Padding.SAME, 20, Act.RELU),
+    ])
 
 
 

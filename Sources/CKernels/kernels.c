@@ -26,16 +26,28 @@ TARGET static inline int32_t row_sum(const uint8_t* row, int32_t k) {
     return (int32_t)_mm512_reduce_add_epi64(total);
 }
 
-/// Writes im2col rows [row_begin, row_end): each output pixel's receptive field, x_zero in padding,
-/// zero in the k4 tail.
-static void im2col_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end) {
+/// Writes im2col rows [row_begin, row_end) to `dst`: each output pixel's receptive field, x_zero in
+/// padding, zero in the k4 tail.
+static void im2col_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end, uint8_t* dst) {
     const int32_t pixels = c->out_h * c->out_w;
     for (int32_t row = row_begin; row < row_end; row++) {
-        uint8_t* dst = c->im2col + (size_t)row * c->k4;
         const int32_t b = row / pixels, oy = (row % pixels) / c->out_w, ox = row % c->out_w;
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
+        const size_t field_row = (size_t)c->k_w * c->in_c;
+        const int x_inside = c->dil_w == 1 && x0 >= 0 && x0 + c->k_w <= c->in_w;
         for (int32_t ky = 0; ky < c->k_h; ky++) {
             const int32_t y = y0 + ky * c->dil_h;
+            if (y < 0 || y >= c->in_h) {
+                memset(dst, c->in_zero, field_row);
+                dst += field_row;
+                continue;
+            }
+            if (x_inside) {
+                // The filter row's taps are consecutive pixels: one copy.
+                memcpy(dst, input + (((size_t)b * c->in_h + y) * c->in_w + x0) * c->in_c, field_row);
+                dst += field_row;
+                continue;
+            }
             for (int32_t kx = 0; kx < c->k_w; kx++) {
                 const int32_t x = x0 + kx * c->dil_w;
                 if (y < 0 || y >= c->in_h || x < 0 || x >= c->in_w) {
@@ -47,6 +59,7 @@ static void im2col_rows(const spotter_conv* c, const uint8_t* input, int32_t row
             }
         }
         memset(dst, 0, (size_t)(c->k4 - c->k));
+        dst += c->k4 - c->k;
     }
 }
 
@@ -55,27 +68,39 @@ typedef struct {
     const uint8_t* input;
     uint8_t* output;
     int32_t rows;
+    int32_t rows_per_task;
 } task_context;
 
-#define ROWS_PER_TASK 64
+#define MAX_ROWS_PER_TASK 64
 
-TARGET static void conv_task(void* opaque, size_t task) {
+int32_t spotter_conv_rows_per_task(int32_t k4) {
+    int32_t rows = (int32_t)(SPOTTER_CONV_MAX_TASK_BYTES / k4) / MR * MR;
+    return rows > MAX_ROWS_PER_TASK ? MAX_ROWS_PER_TASK : rows;
+}
+
+/// One task's rows; `flip` (and so whether row sums are needed) is a constant in each of the two
+/// instances below, so the unsigned kernel's loop has no XOR.
+TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque, size_t task, const int32_t flip) {
     const task_context* t = (const task_context*)opaque;
     const spotter_conv* c = t->conv;
-    const int32_t begin = (int32_t)task * ROWS_PER_TASK;
-    const int32_t end = begin + ROWS_PER_TASK < t->rows ? begin + ROWS_PER_TASK : t->rows;
+    const int32_t begin = (int32_t)task * t->rows_per_task;
+    const int32_t end = begin + t->rows_per_task < t->rows ? begin + t->rows_per_task : t->rows;
+    // The task's own im2col rows, on its stack (at most SPOTTER_CONV_MAX_TASK_BYTES).
+    uint8_t columns[c->direct ? 1 : (size_t)(end - begin) * c->k4];
     const uint8_t* a;
     int32_t lda;
     if (c->direct) {
-        a = t->input;
+        a = t->input + (size_t)begin * c->in_c;
         lda = c->in_c;
     } else {
-        im2col_rows(c, t->input, begin, end);
-        a = c->im2col;
+        im2col_rows(c, t->input, begin, end, columns);
+        a = columns;
         lda = c->k4;
     }
-    int32_t sums[ROWS_PER_TASK];
-    for (int32_t r = begin; r < end; r++) sums[r - begin] = row_sum(a + (size_t)r * lda, c->k);
+    int32_t sums[MAX_ROWS_PER_TASK];
+    if (!flip) {
+        for (int32_t r = 0; r < end - begin; r++) sums[r] = row_sum(a + (size_t)r * lda, c->k);
+    }
 
     const int32_t blocks = (c->out_c + SPOTTER_CONV_NR - 1) / SPOTTER_CONV_NR;
     const int32_t quads = c->k4 / 4;
@@ -97,10 +122,10 @@ TARGET static void conv_task(void* opaque, size_t task) {
             valid >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1),
             valid >= 32 ? (__mmask16)0xFFFF : (valid > 16 ? (__mmask16)((1u << (valid - 16)) - 1) : (__mmask16)0),
         };
-        for (int32_t m = begin; m < end; m += MR) {
+        for (int32_t m = 0; m < end - begin; m += MR) {
             const uint8_t* rows[MR];
             for (int r = 0; r < MR; r++) {
-                int32_t row = m + r < end ? m + r : end - 1;
+                int32_t row = m + r < end - begin ? m + r : end - begin - 1;
                 rows[r] = a + (size_t)row * lda;
             }
             __m512i acc[MR][2];
@@ -111,14 +136,14 @@ TARGET static void conv_task(void* opaque, size_t task) {
                 for (int r = 0; r < MR; r++) {
                     int32_t word;
                     memcpy(&word, rows[r] + 4 * q, 4);
-                    const __m512i av = _mm512_set1_epi32(word);
+                    const __m512i av = _mm512_set1_epi32(word ^ flip);
                     acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
                     acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
                 }
             }
-            for (int r = 0; r < MR && m + r < end; r++) {
-                const __m512i sum = _mm512_set1_epi32(sums[m + r - begin]);
-                uint8_t* out = t->output + (size_t)(m + r) * c->out_c + n0;
+            for (int r = 0; r < MR && m + r < end - begin; r++) {
+                const __m512i sum = _mm512_set1_epi32(flip ? 0 : sums[m + r]);
+                uint8_t* out = t->output + (size_t)(begin + m + r) * c->out_c + n0;
                 for (int h = 0; h < 2; h++) {
                     if (!store_mask[h]) continue;
                     __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
@@ -132,10 +157,14 @@ TARGET static void conv_task(void* opaque, size_t task) {
     }
 }
 
+TARGET static void conv_task_unsigned(void* opaque, size_t task) { conv_task(opaque, task, 0); }
+TARGET static void conv_task_signed(void* opaque, size_t task) { conv_task(opaque, task, (int32_t)0x80808080); }
+
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool) {
-    task_context context = {conv, input, output, conv->batches * conv->out_h * conv->out_w};
-    const size_t tasks = (size_t)((context.rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
-    pthreadpool_parallelize_1d(pool, conv_task, &context, tasks, 0);
+    task_context context = {conv, input, output, conv->batches * conv->out_h * conv->out_w,
+                            conv->direct ? MAX_ROWS_PER_TASK : spotter_conv_rows_per_task(conv->k4)};
+    const size_t tasks = (size_t)((context.rows + context.rows_per_task - 1) / context.rows_per_task);
+    pthreadpool_parallelize_1d(pool, conv->a_flip ? conv_task_signed : conv_task_unsigned, &context, tasks, 0);
 }
 
 typedef struct {
@@ -153,9 +182,32 @@ static void lookup_task(void* opaque, size_t start, size_t count) {
     for (size_t i = 0; i < count; i++) output[i] = table[input[i]];
 }
 
+#define TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+static int has_vbmi(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+}
+
+/// 64 bytes at a time: two 128-entry permutes (bit 6 picks the half of each), bit 7 picks the result.
+TARGET_VBMI static void lookup_task_vbmi(void* opaque, size_t start, size_t count) {
+    const lookup_context* t = (const lookup_context*)opaque;
+    const __m512i t0 = _mm512_loadu_si512(t->table), t1 = _mm512_loadu_si512(t->table + 64);
+    const __m512i t2 = _mm512_loadu_si512(t->table + 128), t3 = _mm512_loadu_si512(t->table + 192);
+    const uint8_t* input = t->input + start;
+    uint8_t* output = t->output + start;
+    size_t i = 0;
+    for (; i < count; i += 64) {
+        const __mmask64 live = count - i >= 64 ? ~(__mmask64)0 : (~(__mmask64)0) >> (64 - (count - i));
+        const __m512i index = _mm512_maskz_loadu_epi8(live, input + i);
+        const __m512i low = _mm512_permutex2var_epi8(t0, index, t1), high = _mm512_permutex2var_epi8(t2, index, t3);
+        _mm512_mask_storeu_epi8(output + i, live, _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high));
+    }
+}
+
 void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool) {
     lookup_context context = {table, input, output};
-    pthreadpool_parallelize_1d_tile_1d(pool, lookup_task, &context, count, 1 << 16, 0);
+    pthreadpool_parallelize_1d_tile_1d(pool, has_vbmi() ? lookup_task_vbmi : lookup_task, &context, count, 1 << 16, 0);
 }
 
 /// y = clamp(max(x, 0) + ((x - |x|) * alpha[c]) * scale[c]) with the float operations of XNNPACK's

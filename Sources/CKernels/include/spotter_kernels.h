@@ -23,14 +23,20 @@ void spotter_release_free_memory(void);
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
 int spotter_has_vnni(void);
 
-/// A uint8 convolution (TFLite's asymmetric per-tensor scheme) as an im2col GEMM on VNNI.
+/// An 8-bit convolution as an im2col GEMM on VNNI: uint8 (TFLite's asymmetric per-tensor scheme) or
+/// int8 (weights with zero point 0, per-channel scales).
 ///
-/// Weights are packed by the caller as [n block][k/4][32 channels][4 bytes] holding w - 128 as int8,
-/// zero for k past the kernel and channels past out_c. Accumulators are exact:
-///   acc = dot(x, w - 128) + col_factor[n] * sum_k(x) + col_const[n]
-/// with col_factor = 128 - w_zero and col_const = bias - x_zero * sum_k(w - w_zero); padded taps read
-/// x_zero. The output is requantized as XNNPACK (and so LiteRT's default CPU path) does:
+/// VNNI multiplies unsigned bytes by signed ones. The A bytes (input or im2col) are read XOR `a_flip`:
+/// 0 for uint8, 0x80808080 for int8 (no other value), which makes each int8 x the unsigned x + 128. Weights are packed
+/// by the caller as [n block][k/4][32 channels][4 bytes] of int8: w - 128 for uint8 weights, w for
+/// int8 ones; zero for k past the kernel and channels past out_c. Accumulators are exact:
+///   acc = dot(a, packed) + col_factor[n] * sum_k(x) + col_const[n]
+/// uint8: col_factor = 128 - w_zero, col_const = bias - x_zero * sum_k(w - w_zero);
+/// int8: col_factor = 0 (row sums are skipped), col_const = bias - (128 + x_zero) * sum_k(w).
+/// Padded taps read x_zero. The output is requantized as XNNPACK (and so LiteRT's default CPU path) does:
 ///   out = max(min(rint(float(acc) * scale[n]), out_max - out_zero) + out_zero, out_min)
+/// Each task's im2col rows live on its stack: k4 * spotter_conv_rows_per_task(k4) bytes, at most
+/// SPOTTER_CONV_MAX_TASK_BYTES; callers keep k4 <= SPOTTER_CONV_MAX_TASK_BYTES / 8.
 typedef struct spotter_conv {
     int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
@@ -38,18 +44,25 @@ typedef struct spotter_conv {
     int32_t k4;        ///< k rounded up to a multiple of 4
     int32_t direct;    ///< 1: 1x1, stride 1, no padding, in_c % 4 == 0: the input is the GEMM's A matrix
     int32_t in_zero;   ///< input zero point
+    int32_t a_flip;    ///< XORed into every 4 A bytes: 0 (uint8) or 0x80808080 (int8)
     int32_t out_zero, out_min, out_max;
     const int8_t* packed;        ///< (out_c rounded up to 32) * k4 bytes
     const int32_t* col_factor;   ///< per channel, padded to a multiple of 32
     const int32_t* col_const;
-    const float* scale;          ///< input_scale * w_scale / output_scale per channel
-    uint8_t* im2col;             ///< scratch: batches*out_h*out_w rows of k4 bytes (unused when direct)
+    const float* scale;          ///< input_scale * w_scale[n] / output_scale per channel
 } spotter_conv;
+
+/// Bytes of im2col rows one task of spotter_conv_run keeps on its stack, at most.
+#define SPOTTER_CONV_MAX_TASK_BYTES (96 * 1024)
+
+/// Output rows per task for a receptive field of k4 bytes (a multiple of 8, at most 64).
+int32_t spotter_conv_rows_per_task(int32_t k4);
 
 /// Runs the convolution; rows of the output are split across the pool's threads (pool may be NULL).
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool);
 
-/// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads.
+/// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads
+/// (64 bytes per step with AVX-512 VBMI where the CPU has it).
 void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool);
 
 /// PReLU as TensorFlow spells it, `max(x, 0) + ((x - |x|) * alpha) * scale` clamped to [lo, hi],

@@ -16,7 +16,7 @@ final class FoldedRelu: Kernel {
 /// (uint8, int8, float32), AVERAGE_POOL_2D (uint8, float32), SOFTMAX (uint8, float32), QUANTIZE and
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), RESIZE_BILINEAR (uint8,
 /// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
-/// CONV_2D runs on Spotter's own kernels where the CPU has their instructions: uint8 on AVX-512 VNNI
+/// CONV_2D runs on Spotter's own kernels where the CPU has their instructions: 8-bit on AVX-512 VNNI
 /// (``VNNIConvolution``), float32 and 8-bit on AVX2 (``AVX2Convolution``, ``AVX2QuantizedConvolution``). PAD runs the
 /// reference kernel's rows across the pool (Debian's XNNPACK took 7 ms to pad YOLOv8's 640x640 RGB
 /// input, the reference 0.8).
