@@ -8,13 +8,20 @@
 // of the inner loop waits for a store to reach the next load; this kernel keeps all of them in
 // registers: 6 pixels x 16 channels (12 accumulators, 2 weight vectors, 1 broadcast). The inner loop
 // runs along a whole filter row (k_w * in_c floats, 15 for a 5x5 filter on RGB) where it can.
+// With AVX-512 a block of 16 channels is one vector: 6 accumulators, half the FMAs per step.
 #define TARGET __attribute__((target("avx2,fma")))
+#define TARGET_512 __attribute__((target("avx2,fma,avx512f")))
 #define MR 6
 #define NR 16
 
 int spotter_has_avx2_fma(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int has_avx512f(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
 }
 
 static int32_t taps(const spotter_conv_f32* c) { return c->k_h * c->k_w; }
@@ -103,6 +110,34 @@ TARGET static inline void tile(int32_t W, const float* const* rows, int32_t segm
     if (count > 5) store_row(out + 5 * stride, W, valid, c50, c51, lo, hi);
 }
 
+/// `tile` for a block of 16 channels with one AVX-512 vector per pixel: the same products added in
+/// the same order, so the same floats.
+TARGET_512 static inline void tile512(const float* const* rows, int32_t segments, int32_t length, const float* block,
+                                      float* out, int32_t count, int32_t remaining, int32_t out_c, __m256 lo8, __m256 hi8) {
+    const __m512 b = _mm512_loadu_ps(block);
+    __m512 c0 = b, c1 = b, c2 = b, c3 = b, c4 = b, c5 = b;
+    const float* w = block + NR;
+    for (int32_t t = 0; t < segments; t++, rows += MR) {
+        const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4], *a5 = rows[5];
+        for (int32_t ci = 0; ci < length; ci++, w += NR) {
+            const __m512 w0 = _mm512_loadu_ps(w);
+            c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[ci]), w0, c0);
+            c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[ci]), w0, c1);
+            c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[ci]), w0, c2);
+            c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[ci]), w0, c3);
+            c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[ci]), w0, c4);
+            c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[ci]), w0, c5);
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
+    const __mmask16 mask = remaining >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << remaining) - 1);
+    const size_t stride = (size_t)out_c;
+    const __m512 rows_out[MR] = {c0, c1, c2, c3, c4, c5};
+    for (int32_t m = 0; m < count; m++) {
+        _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, _mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi));
+    }
+}
+
 typedef struct {
     const spotter_conv_f32* conv;
     const float* input;
@@ -170,35 +205,42 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
     }
 }
 
-TARGET static void conv_f32_task(void* opaque, size_t task) {
-    const task_f32* t = (const task_f32*)opaque;
-    const spotter_conv_f32* c = t->conv;
-    const size_t k = (size_t)taps(c) * (size_t)c->in_c;
-    const int32_t segments = segment_count(c), length = segment_length(c);
-    const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);
-    const float* rows[segments * MR];
-    float border[c->dil_w == 1 ? MR * k : 1];
-    int32_t first, last;
-    spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);
-    for (int32_t p0 = first; p0 < last; p0 += MR) {
-        const int32_t count = last - p0 < MR ? last - p0 : MR;
-        gather_rows(c, t->input, p0, count, rows, border);
-        float* out = t->output + (size_t)p0 * c->out_c;
-        for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
-            const float* block = c->packed + (size_t)n0 * (1 + k);
-            if (block_width(c, n0) == NR) {
-                tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
-            } else {
-                tile(8, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
-            }
-        }
+/// A task's tiles: every block of channels over each tile of pixels. `WIDE_TILE` runs a block of 16.
+#define CONV_F32_TASK(NAME, ATTRIBUTES, WIDE_TILE)                                                           \
+    ATTRIBUTES static void NAME(void* opaque, size_t task) {                                                 \
+        const task_f32* t = (const task_f32*)opaque;                                                         \
+        const spotter_conv_f32* c = t->conv;                                                                 \
+        const size_t k = (size_t)taps(c) * (size_t)c->in_c;                                                  \
+        const int32_t segments = segment_count(c), length = segment_length(c);                               \
+        const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);                       \
+        const float* rows[segments * MR];                                                                    \
+        float border[c->dil_w == 1 ? MR * k : 1];                                                            \
+        int32_t first, last;                                                                                 \
+        spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);                          \
+        for (int32_t p0 = first; p0 < last; p0 += MR) {                                                      \
+            const int32_t count = last - p0 < MR ? last - p0 : MR;                                           \
+            gather_rows(c, t->input, p0, count, rows, border);                                               \
+            float* out = t->output + (size_t)p0 * c->out_c;                                                  \
+            for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {                                                  \
+                const float* block = c->packed + (size_t)n0 * (1 + k);                                       \
+                if (block_width(c, n0) == NR) {                                                              \
+                    WIDE_TILE;                                                                               \
+                } else {                                                                                     \
+                    tile(8, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi); \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
     }
-}
+
+CONV_F32_TASK(conv_f32_task, TARGET,
+              tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi))
+CONV_F32_TASK(conv_f32_task_512, TARGET_512,
+              tile512(rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi))
 
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool) {
     const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
     const int32_t tiles = (pixels + MR - 1) / MR;
     const int32_t per_task = spotter_tiles_per_task(tiles, pool, 8);
     task_f32 context = {conv, input, output, pixels, per_task};
-    pthreadpool_parallelize_1d(pool, conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
+    pthreadpool_parallelize_1d(pool, has_avx512f() ? conv_f32_task_512 : conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }
