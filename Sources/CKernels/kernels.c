@@ -73,7 +73,9 @@ typedef struct {
 
 #define MAX_ROWS_PER_TASK 64
 
-int32_t spotter_conv_rows_per_task(int32_t k4) {
+/// Output rows per task for a receptive field of k4 bytes: a multiple of MR, at most 64, their im2col
+/// rows at most SPOTTER_CONV_MAX_TASK_BYTES.
+static int32_t task_rows(int32_t k4) {
     int32_t rows = (int32_t)(SPOTTER_CONV_MAX_TASK_BYTES / k4) / MR * MR;
     return rows > MAX_ROWS_PER_TASK ? MAX_ROWS_PER_TASK : rows;
 }
@@ -162,7 +164,7 @@ TARGET static void conv_task_signed(void* opaque, size_t task) { conv_task(opaqu
 
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool) {
     task_context context = {conv, input, output, conv->batches * conv->out_h * conv->out_w,
-                            conv->direct ? MAX_ROWS_PER_TASK : spotter_conv_rows_per_task(conv->k4)};
+                            conv->direct ? MAX_ROWS_PER_TASK : task_rows(conv->k4)};
     const size_t tasks = (size_t)((context.rows + context.rows_per_task - 1) / context.rows_per_task);
     pthreadpool_parallelize_1d(pool, conv->a_flip ? conv_task_signed : conv_task_unsigned, &context, tasks, 0);
 }

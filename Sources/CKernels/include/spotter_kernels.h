@@ -35,8 +35,8 @@ int spotter_has_vnni(void);
 /// int8: col_factor = 0 (row sums are skipped), col_const = bias - (128 + x_zero) * sum_k(w).
 /// Padded taps read x_zero. The output is requantized as XNNPACK (and so LiteRT's default CPU path) does:
 ///   out = max(min(rint(float(acc) * scale[n]), out_max - out_zero) + out_zero, out_min)
-/// Each task's im2col rows live on its stack: k4 * spotter_conv_rows_per_task(k4) bytes, at most
-/// SPOTTER_CONV_MAX_TASK_BYTES; callers keep k4 <= SPOTTER_CONV_MAX_TASK_BYTES / 8.
+/// Each task's im2col rows (8 to 64 of them) live on its stack, at most SPOTTER_CONV_MAX_TASK_BYTES;
+/// callers keep k4 <= SPOTTER_CONV_MAX_TASK_BYTES / 8.
 typedef struct spotter_conv {
     int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
@@ -54,9 +54,6 @@ typedef struct spotter_conv {
 
 /// Bytes of im2col rows one task of spotter_conv_run keeps on its stack, at most.
 #define SPOTTER_CONV_MAX_TASK_BYTES (96 * 1024)
-
-/// Output rows per task for a receptive field of k4 bytes (a multiple of 8, at most 64).
-int32_t spotter_conv_rows_per_task(int32_t k4);
 
 /// Runs the convolution; rows of the output are split across the pool's threads (pool may be NULL).
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool);
