@@ -671,6 +671,13 @@ def fast_path_cases():
         ("conv2d_int8_3x3_c200_to_36_long_field", TT.INT8, [1, 12, 11, 200], 3, 1, 1, Padding.SAME, 36, Act.RELU6),
         ("conv2d_uint8_3x3_c180_to_20_long_field", TT.UINT8, [1, 10, 12, 180], 3, 1, 1, Padding.SAME, 20, Act.RELU),
     ])
+    # 8-bit SOFTMAX over enough rows that groups of 16 run on AVX-512 and a few are left over:
+    # YOLOv8's box distribution (rows of 16) and longer rows.
+    softmax = options("SoftmaxOptions", Beta=1.0)
+    unary("softmax_int8_rows_of_16", Op.SOFTMAX, TT.INT8, [1, 4, 37, 16], {"scale": 0.09, "zp": -20},
+          {"scale": 1 / 256, "zp": -128}, Opt.SoftmaxOptions, softmax)
+    unary("softmax_uint8_rows_of_40", Op.SOFTMAX, TT.UINT8, [21, 40], {"scale": 0.05, "zp": 130},
+          {"scale": 1 / 256, "zp": 0}, Opt.SoftmaxOptions, softmax)
 
 
 

@@ -233,3 +233,48 @@ __attribute__((target("avx2,fma"))) void spotter_prelu_f32(const float* x, float
         }
     }
 }
+
+int spotter_has_avx512f(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+/// Sixteen rows at a time, one per lane, each summed in its own order (the scalar order).
+__attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* input, void* output, size_t rows, size_t depth,
+                                                                 int is_signed, const float* table, float output_scale,
+                                                                 int32_t output_zero, int32_t lo, int32_t hi) {
+    const uint8_t* in = (const uint8_t*)input;
+    uint8_t* out = (uint8_t*)output;
+    float exps[SPOTTER_SOFTMAX_MAX_DEPTH * 16];
+    int32_t lanes[16];
+    for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* block = in + r0 * depth;
+        __m512i maximum = _mm512_set1_epi32(is_signed ? -128 : 0);
+        for (size_t j = 0; j < depth; j++) {
+            for (int l = 0; l < 16; l++) lanes[l] = is_signed ? (int8_t)block[l * depth + j] : block[l * depth + j];
+            maximum = _mm512_max_epi32(maximum, _mm512_loadu_si512(lanes));
+        }
+        __m512 sum = _mm512_setzero_ps();
+        for (size_t j = 0; j < depth; j++) {
+            for (int l = 0; l < 16; l++) lanes[l] = is_signed ? (int8_t)block[l * depth + j] : block[l * depth + j];
+            // 0 ... 255: the distance from the maximum counted down from the table's end.
+            const __m512i index = _mm512_sub_epi32(_mm512_set1_epi32(255), _mm512_sub_epi32(maximum, _mm512_loadu_si512(lanes)));
+            const __m512 e = _mm512_i32gather_ps(index, table, 4);
+            _mm512_storeu_ps(exps + j * 16, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        const __m512 inverse = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(sum, _mm512_set1_ps(output_scale)));
+        const __m512i zero = _mm512_set1_epi32(output_zero), low = _mm512_set1_epi32(lo), high = _mm512_set1_epi32(hi);
+        uint8_t* dst = out + r0 * depth;
+        for (size_t j = 0; j < depth; j++) {
+            const __m512 p = _mm512_mul_ps(_mm512_loadu_ps(exps + j * 16), inverse);
+            __m512i rounded = _mm512_cvttps_epi32(p);
+            // Rounded half away from zero (the probability is not negative).
+            const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+            rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
+            const __m512i v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+            _mm512_storeu_si512(lanes, v);
+            for (int l = 0; l < 16; l++) dst[l * depth + j] = (uint8_t)lanes[l];
+        }
+    }
+}

@@ -115,4 +115,17 @@ void spotter_conv_q8_pack(const spotter_conv_q8* conv, const void* weights, cons
 /// Runs the convolution; tiles of output pixels are split across the pool's threads (pool may be NULL).
 void spotter_conv_q8_run(const spotter_conv_q8* conv, const void* input, void* output, pthreadpool_t pool);
 
+/// 1 when the CPU and OS support AVX-512F, else 0.
+int spotter_has_avx512f(void);
+
+/// Longest row spotter_softmax_q8_16rows takes.
+#define SPOTTER_SOFTMAX_MAX_DEPTH 64
+
+/// 8-bit SOFTMAX over rows of `depth` (at most SPOTTER_SOFTMAX_MAX_DEPTH) values, 16 rows at a time
+/// (rows past the last multiple of 16 are left to the caller), on AVX-512F. Per row, as the scalar
+/// kernel: e = table[255 - (max - x)] for each value, their sum in order, then
+/// clamp(round_half_away(e * (1 / (sum * output_scale))) + output_zero, lo, hi).
+void spotter_softmax_q8_16rows(const void* input, void* output, size_t rows, size_t depth, int is_signed,
+                               const float* table, float output_scale, int32_t output_zero, int32_t lo, int32_t hi);
+
 #endif
