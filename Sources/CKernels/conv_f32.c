@@ -138,6 +138,45 @@ TARGET_512 static inline void tile512(const float* const* rows, int32_t segments
     }
 }
 
+/// Two consecutive blocks of 16 channels (`remaining` channels from the first block's start, over
+/// 16): 12 accumulators, enough independent FMAs to cover their latency; each block's products in
+/// `tile512`'s order.
+TARGET_512 static inline void tile512x2(const float* const* rows, int32_t segments, int32_t length, const float* block_a,
+                                        const float* block_b, float* out, int32_t count, int32_t remaining, int32_t out_c,
+                                        __m256 lo8, __m256 hi8) {
+    const __m512 ba = _mm512_loadu_ps(block_a), bb = _mm512_loadu_ps(block_b);
+    __m512 a0 = ba, a1 = ba, a2 = ba, a3 = ba, a4 = ba, a5 = ba;
+    __m512 b0 = bb, b1 = bb, b2 = bb, b3 = bb, b4 = bb, b5 = bb;
+    const float *wa = block_a + NR, *wb = block_b + NR;
+    for (int32_t t = 0; t < segments; t++, rows += MR) {
+        const float *x0 = rows[0], *x1 = rows[1], *x2 = rows[2], *x3 = rows[3], *x4 = rows[4], *x5 = rows[5];
+        for (int32_t ci = 0; ci < length; ci++, wa += NR, wb += NR) {
+            const __m512 va = _mm512_loadu_ps(wa), vb = _mm512_loadu_ps(wb);
+            __m512 x = _mm512_set1_ps(x0[ci]);
+            a0 = _mm512_fmadd_ps(x, va, a0); b0 = _mm512_fmadd_ps(x, vb, b0);
+            x = _mm512_set1_ps(x1[ci]);
+            a1 = _mm512_fmadd_ps(x, va, a1); b1 = _mm512_fmadd_ps(x, vb, b1);
+            x = _mm512_set1_ps(x2[ci]);
+            a2 = _mm512_fmadd_ps(x, va, a2); b2 = _mm512_fmadd_ps(x, vb, b2);
+            x = _mm512_set1_ps(x3[ci]);
+            a3 = _mm512_fmadd_ps(x, va, a3); b3 = _mm512_fmadd_ps(x, vb, b3);
+            x = _mm512_set1_ps(x4[ci]);
+            a4 = _mm512_fmadd_ps(x, va, a4); b4 = _mm512_fmadd_ps(x, vb, b4);
+            x = _mm512_set1_ps(x5[ci]);
+            a5 = _mm512_fmadd_ps(x, va, a5); b5 = _mm512_fmadd_ps(x, vb, b5);
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
+    const int32_t second = remaining - NR;
+    const __mmask16 mask = second >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << second) - 1);
+    const size_t stride = (size_t)out_c;
+    const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5}, rows_b[MR] = {b0, b1, b2, b3, b4, b5};
+    for (int32_t m = 0; m < count; m++) {
+        _mm512_storeu_ps(out + (size_t)m * stride, _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi));
+        _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask, _mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi));
+    }
+}
+
 typedef struct {
     const spotter_conv_f32* conv;
     const float* input;
@@ -205,8 +244,9 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
     }
 }
 
-/// A task's tiles: every block of channels over each tile of pixels. `WIDE_TILE` runs a block of 16.
-#define CONV_F32_TASK(NAME, ATTRIBUTES, WIDE_TILE)                                                           \
+/// A task's tiles: every block of channels over each tile of pixels. `WIDE_TILES` runs the block of
+/// 16 at n0 (or it and the next) and adds the channels it covered to n0.
+#define CONV_F32_TASK(NAME, ATTRIBUTES, WIDE_TILES)                                                          \
     ATTRIBUTES static void NAME(void* opaque, size_t task) {                                                 \
         const task_f32* t = (const task_f32*)opaque;                                                         \
         const spotter_conv_f32* c = t->conv;                                                                 \
@@ -221,21 +261,30 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
             const int32_t count = last - p0 < MR ? last - p0 : MR;                                           \
             gather_rows(c, t->input, p0, count, rows, border);                                               \
             float* out = t->output + (size_t)p0 * c->out_c;                                                  \
-            for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {                                                  \
+            for (int32_t n0 = 0; n0 < c->out_c;) {                                                           \
                 const float* block = c->packed + (size_t)n0 * (1 + k);                                       \
                 if (block_width(c, n0) == NR) {                                                              \
-                    WIDE_TILE;                                                                               \
+                    WIDE_TILES;                                                                              \
                 } else {                                                                                     \
                     tile(8, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi); \
+                    n0 += NR;                                                                                \
                 }                                                                                            \
             }                                                                                                \
         }                                                                                                    \
     }
 
 CONV_F32_TASK(conv_f32_task, TARGET,
-              tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi))
+              tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi); n0 += NR)
+// Two blocks of 16 at a time where the second is also 16 wide (more than 8 channels left after the first).
 CONV_F32_TASK(conv_f32_task_512, TARGET_512,
-              tile512(rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi))
+              if (c->out_c - n0 > NR + 8) {
+                  tile512x2(rows, segments, length, block, block + (size_t)NR * (1 + k), out + n0, count, c->out_c - n0,
+                            c->out_c, lo, hi);
+                  n0 += 2 * NR;
+              } else {
+                  tile512(rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
+                  n0 += NR;
+              })
 
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool) {
     const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
