@@ -19,11 +19,6 @@ int spotter_has_avx2_fma(void) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-static int has_avx512f(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-}
-
 static int32_t taps(const spotter_conv_f32* c) { return c->k_h * c->k_w; }
 
 /// Width of the block starting at channel n0: 16, or 8 for a last block of at most 8 channels.
@@ -291,5 +286,5 @@ void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, floa
     const int32_t tiles = (pixels + MR - 1) / MR;
     const int32_t per_task = spotter_tiles_per_task(tiles, pool, 8);
     task_f32 context = {conv, input, output, pixels, per_task};
-    pthreadpool_parallelize_1d(pool, has_avx512f() ? conv_f32_task_512 : conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
+    pthreadpool_parallelize_1d(pool, spotter_has_avx512f() ? conv_f32_task_512 : conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }

@@ -1,6 +1,7 @@
 // Hand-written SIMD kernels that Swift cannot express: Swift has no per-function CPU target
 // features, and enabling AVX2 or AVX-512 for a whole target needs unsafeFlags. Each kernel checks
-// the CPU at run time (spotter_has_vnni, spotter_has_avx2_fma) and is only called where it returns 1.
+// the CPU at run time (spotter_has_vnni, spotter_has_avx2_fma, spotter_has_avx512f) and is only called
+// where it returns 1.
 #ifndef SPOTTER_KERNELS_H
 #define SPOTTER_KERNELS_H
 
