@@ -165,6 +165,15 @@ public final class Album: @unchecked Sendable {
         var configuration = Configuration()
         // Other recorders, `album repair` and readers share the file: wait for their locks.
         configuration.busyMode = .timeout(30)
+        // Opening switches a new index to WAL, which SQLite may refuse at once (SQLITE_BUSY, no busy
+        // wait) while another process does the same: processes open the index one at a time.
+        let openingLock = directory.appendingPathComponent(".index.lock").path
+        let lockDescriptor = open(openingLock, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lockDescriptor >= 0 else {
+            throw AlbumError.cannotCreate(path: openingLock, reason: String(cString: strerror(errno)))
+        }
+        defer { close(lockDescriptor) }  // and so unlocked
+        while flock(lockDescriptor, LOCK_EX) != 0 && errno == EINTR {}
         do {
             database = try DatabasePool(path: indexPath, configuration: configuration)
             try database.writeWithoutTransaction { db in
