@@ -52,8 +52,11 @@ let package = Package(
         .target(name: "TFLiteFormat"),
         // Interpreter, memory planning, reference and XNNPACK kernels, the post-process custom op.
         .target(name: "Inference", dependencies: ["TFLiteFormat", "CXNNPACK", "CKernels"]),
-        // Pure Swift: pixel formats, conversion, orientation, resize, crop/letterbox, geometry, drawing.
-        .target(name: "Imaging"),
+        // The affine warp's AVX2 + FMA kernel: OpenCV blends with fused multiply-adds, which Swift cannot
+        // emit without unsafeFlags (Imaging keeps a portable Swift warp for other machines).
+        .target(name: "CImaging"),
+        // Swift: pixel formats, conversion, orientation, resize, crop/letterbox, geometry, drawing.
+        .target(name: "Imaging", dependencies: ["CImaging"]),
         // Text rendering with FreeType.
         .target(name: "Typeface", dependencies: ["CFreeType", "Imaging"]),
         // FFmpeg: image files, video reading and writing; JPEG through libjpeg-turbo.

@@ -1,3 +1,4 @@
+import Foundation
 import Imaging
 import Testing
 
@@ -52,5 +53,36 @@ import Testing
         // Shrunk a billion times: pixel (0, 0) samples the source's first pixel, every other one lands beyond 1e9.
         let tiny = source.warpedAffine(maps[1], to: Size(width: 4, height: 4), fill: 200)
         #expect(Array(tiny.data.prefix(3)) == Array(source.data.prefix(3)) && tiny.data.dropFirst(3).allSatisfy { $0 == 200 })
+    }
+
+    /// Rotations, scales and shifts that reach past every edge, onto odd output sizes.
+    static let sweepMaps: [AffineMap] = [0.0, 0.4, 1.3, 2.9, -0.7].flatMap { angle in
+        [0.37, 1.0, 2.6].map { scale in
+            AffineMap(a: scale * cos(angle), b: -scale * sin(angle), c: scale * sin(angle), d: scale * cos(angle),
+                      tx: 3.3 - 2 * scale, ty: -1.7 + scale)
+        }
+    }
+
+    @Test(.enabled(if: Image.warpHasKernel, "this CPU has no AVX2 and FMA: only the portable warp runs"),
+          arguments: [(1, 1), (2, 2), (9, 4), (31, 17), (64, 40)])
+    func theAVX2KernelAndThePortableWarpAgreeOnOddSizesAndPaddedRows(width: Int, height: Int) throws {
+        var compared = 0, different = 0
+        for format in [PixelFormat.rgb24, .gray8] {
+            for padding in [0, 1, 13] {
+                let source = try Self.picture(width: width, height: height, format: format, padding: padding)
+                for map in Self.sweepMaps {
+                    for size in [Size(width: 1, height: 1), Size(width: 7, height: 3), Size(width: 8, height: 8), Size(width: 37, height: 29)] {
+                        let kernel = source.warpedAffine(map, to: size, fill: 77, portable: false)
+                        let portable = source.warpedAffine(map, to: size, fill: 77, portable: true)
+                        let gaps = zip(kernel.data, portable.data).map { abs(Int($0) - Int($1)) }
+                        #expect(gaps.max()! <= 1, "\(width)x\(height) \(format) padding \(padding) \(map) to \(size)")
+                        compared += gaps.count
+                        different += gaps.filter { $0 != 0 }.count
+                    }
+                }
+            }
+        }
+        // The portable path's double-emulated fused multiply-add rounds twice; a true one once.
+        #expect(different * 1000 <= compared, "\(different) of \(compared) samples differ")
     }
 }
