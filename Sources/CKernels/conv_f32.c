@@ -265,6 +265,10 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
                     n0 += NR;                                                                                \
                 }                                                                                            \
             }                                                                                                \
+            if (c->prelu_alpha) {                                                                            \
+                spotter_prelu_f32(out, out, (size_t)count, (size_t)c->out_c, c->prelu_alpha, c->prelu_scale, \
+                                  c->prelu_min, c->prelu_max);                                               \
+            }                                                                                                \
         }                                                                                                    \
     }
 

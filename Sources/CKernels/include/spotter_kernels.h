@@ -80,6 +80,11 @@ typedef struct spotter_conv_f32 {
     float out_min, out_max;      ///< the fused activation's clamp
     const float* packed;         ///< made by spotter_conv_f32_pack
     const float* zero;           ///< k_w * in_c zeros, read for filter rows in the padding
+    /// NULL, or a PReLU applied to each tile while it is in cache, as spotter_prelu_f32 computes it
+    /// (out_c values each of alpha and scale, then the clamp to [prelu_min, prelu_max]).
+    const float* prelu_alpha;
+    const float* prelu_scale;
+    float prelu_min, prelu_max;
 } spotter_conv_f32;
 
 /// Floats spotter_conv_f32_pack writes: blocks of 16 channels (the last of 8 when at most 8 remain),

@@ -23,6 +23,8 @@ final class AVX2Convolution: Kernel {
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
     private let packed: UnsafeMutableBufferPointer<Float>
     private let zeros: UnsafeMutableBufferPointer<Float>
+    /// A PReLU after the convolution, applied to each tile while it is in cache: alpha, then scale.
+    private let prelu: UnsafeMutableBufferPointer<Float>?
 
     /// Returns nil for convolutions the kernel does not cover (other types, non-constant weights,
     /// very large filters) or when the CPU lacks AVX2 and FMA.
@@ -48,7 +50,7 @@ final class AVX2Convolution: Kernel {
             out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth), out_c: Int32(channels),
             k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
             dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
-            out_min: range.min, out_max: range.max, packed: nil, zero: nil)
+            out_min: range.min, out_max: range.max, packed: nil, zero: nil, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0)
         let weights = try ctx.floatWeights(ctx.input(1))
         let k = g.filterHeight * g.filterWidth * g.inputChannels
         guard weights.count == channels * k else {
@@ -57,6 +59,16 @@ final class AVX2Convolution: Kernel {
         let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : nil
         if let bias, bias.count != channels { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
 
+        if let parameters = try PReLU.fusing(into: output, ctx) {
+            let prelu = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * channels)
+            _ = prelu.initialize(from: parameters.alpha + parameters.scale)
+            conv.prelu_alpha = UnsafePointer(prelu.baseAddress)
+            conv.prelu_scale = UnsafePointer(prelu.baseAddress! + channels)
+            (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
+            self.prelu = prelu
+        } else {
+            prelu = nil
+        }
         packed = .allocate(capacity: withUnsafePointer(to: &conv) { spotter_conv_f32_packed_count($0) })
         zeros = .allocate(capacity: max(1, g.filterWidth * g.inputChannels))
         zeros.initialize(repeating: 0)
@@ -76,6 +88,7 @@ final class AVX2Convolution: Kernel {
     deinit {
         packed.deallocate()
         zeros.deallocate()
+        prelu?.deallocate()
     }
 
     func run(_ memory: TensorMemory) {

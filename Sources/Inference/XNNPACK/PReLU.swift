@@ -16,6 +16,9 @@ final class PReLU: RowKernel {
         let scale: Int
         let add: Int
         let parts: [Int]
+        /// The convolution writing x applies the PReLU itself (``fusing(into:_:)``): x's storage
+        /// holds the result, which the ADD's output shares.
+        var isFused = false
     }
 
     var readsConstantInputs: Bool { false }
@@ -38,9 +41,41 @@ final class PReLU: RowKernel {
             try ctx.setShape(op.outputs[0], ctx.shape(pattern.x))
             return Absorbed()
         }
-        guard case .add(let activation) = op.options else { return nil }
-        let kernel = try PReLU(ctx, pattern, activation: activation)
+        if pattern.isFused {
+            try ctx.setShape(op.outputs[0], ctx.shape(pattern.x))
+            ctx.alias(output: op.outputs[0], to: pattern.x)
+            return Absorbed()
+        }
+        let kernel = try PReLU(ctx, pattern)
         return PooledRows(kernel, rowBytes: kernel.rowBytes, pool: pool)
+    }
+
+    /// The per-channel constants and clamp of a pattern over `channels` channels.
+    struct Parameters {
+        let alpha, scale: [Float]
+        let low, high: Float
+    }
+
+    static func parameters(_ ctx: PrepareContext, _ pattern: Pattern, channels: Int) throws -> Parameters {
+        guard case .add(let activation) = ctx.graph.operators[pattern.add].options else { throw ctx.fail("PReLU's ADD has no options") }
+        func expand(_ values: [Float]) -> [Float] { values.count == 1 ? [Float](repeating: values[0], count: channels) : values }
+        let alpha = expand(try ctx.constant(pattern.alpha, as: Float.self)), scale = expand(try ctx.constant(pattern.scale, as: Float.self))
+        guard alpha.count == channels, scale.count == channels else { throw ctx.fail("PReLU constants do not match \(channels) channels") }
+        let (low, high) = FixedPoint.activationRange(activation)
+        return Parameters(alpha: alpha, scale: scale, low: low, high: high)
+    }
+
+    /// The PReLU after the operator about to write `x`, claimed for that operator to apply as it
+    /// writes (its operators become no-ops and the ADD's output shares x's storage), when the
+    /// pattern's ABS, RELU and SUB are x's only readers and x is no model output. Nil otherwise.
+    static func fusing(into x: Int, _ ctx: PrepareContext) throws -> Parameters? {
+        guard AVX2Convolution.isAvailable, !ctx.graph.outputs.contains(x), var pattern = match(from: x, ctx) else { return nil }
+        let readers = ctx.graph.operators.filter { $0.inputs.contains(x) }.map(\.index)
+        guard readers.count == 3, readers.allSatisfy(pattern.parts.contains) else { return nil }
+        let parameters = try self.parameters(ctx, pattern, channels: max(1, ctx.shape(x).last ?? 1))
+        pattern.isFused = true
+        for index in pattern.parts + [pattern.add] { ctx.prelus[index] = pattern }
+        return parameters
     }
 
     /// The PReLU pattern reading `x`, when every tensor is float32 of x's shape, the constants are
@@ -87,7 +122,7 @@ final class PReLU: RowKernel {
         return Pattern(x: x, alpha: alpha, scale: scale, add: add.index, parts: parts)
     }
 
-    private init(_ ctx: PrepareContext, _ pattern: Pattern, activation: FusedActivation) throws {
+    private init(_ ctx: PrepareContext, _ pattern: Pattern) throws {
         input = pattern.x
         output = ctx.output(0)
         let shape = ctx.shape(input)
@@ -95,10 +130,8 @@ final class PReLU: RowKernel {
         let channels = max(1, shape.last ?? 1)
         self.channels = channels
         rowCount = shape.reduce(1, *) / channels
-        func expand(_ values: [Float]) -> [Float] { values.count == 1 ? [Float](repeating: values[0], count: channels) : values }
-        alpha = expand(try ctx.constant(pattern.alpha, as: Float.self))
-        scale = expand(try ctx.constant(pattern.scale, as: Float.self))
-        (low, high) = FixedPoint.activationRange(activation)
+        let parameters = try Self.parameters(ctx, pattern, channels: channels)
+        (alpha, scale, low, high) = (parameters.alpha, parameters.scale, parameters.low, parameters.high)
     }
 
     func run(_ memory: TensorMemory) { run(memory, rows: 0..<rowCount) }
