@@ -45,12 +45,48 @@ void spotter_conv_f32_pack(const spotter_conv_f32* c, const float* weights, cons
     }
 }
 
-/// Clamps and stores one row of `W` channels (`valid` of them) from accumulators `v0`, `v1`.
-TARGET static inline void store_row(float* out, int32_t W, int32_t valid, __m256 v0, __m256 v1, __m256 lo, __m256 hi) {
+/// The PReLU of one block of channels (alpha NULL: none), padded so a whole block can be read.
+typedef struct {
+    const float* alpha;
+    const float* scale;
+    float lo, hi;
+} prelu_at;
+
+static prelu_at prelu_for_block(const spotter_conv_f32* c, int32_t n0) {
+    prelu_at p = {NULL, NULL, c->prelu_min, c->prelu_max};
+    if (c->prelu_alpha) { p.alpha = c->prelu_alpha + n0; p.scale = c->prelu_scale + n0; }
+    return p;
+}
+
+/// spotter_prelu_f32's operations on 8 values: clamp(max(v, 0) + ((v - |v|) * a) * s).
+TARGET static inline __m256 prelu8(__m256 v, const float* a, const float* s, __m256 lo, __m256 hi) {
+    const __m256 negative = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(v, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v)), _mm256_loadu_ps(a)),
+                                          _mm256_loadu_ps(s));
+    return _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(_mm256_max_ps(v, _mm256_setzero_ps()), negative), lo), hi);
+}
+
+/// The same on 16 values.
+TARGET_512 static inline __m512 prelu16(__m512 v, __m512 a, __m512 s, __m512 lo, __m512 hi) {
+    const __m512 magnitude = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
+    const __m512 negative = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(v, magnitude), a), s);
+    return _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(_mm512_max_ps(v, _mm512_setzero_ps()), negative), lo), hi);
+}
+
+/// Clamps, applies the PReLU if any, and stores one row of `W` channels (`valid` of them) from
+/// accumulators `v0`, `v1`.
+TARGET static inline void store_row(float* out, int32_t W, int32_t valid, __m256 v0, __m256 v1, __m256 lo, __m256 hi,
+                                    const prelu_at* p) {
     float lane[NR];
     float* dst = valid == W ? out : lane;
-    _mm256_storeu_ps(dst, _mm256_min_ps(_mm256_max_ps(v0, lo), hi));
-    if (W == NR) _mm256_storeu_ps(dst + 8, _mm256_min_ps(_mm256_max_ps(v1, lo), hi));
+    v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
+    v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+    if (p->alpha) {
+        const __m256 plo = _mm256_set1_ps(p->lo), phi = _mm256_set1_ps(p->hi);
+        v0 = prelu8(v0, p->alpha, p->scale, plo, phi);
+        if (W == NR) v1 = prelu8(v1, p->alpha + 8, p->scale + 8, plo, phi);
+    }
+    _mm256_storeu_ps(dst, v0);
+    if (W == NR) _mm256_storeu_ps(dst + 8, v1);
     if (valid < W) memcpy(out, lane, sizeof(float) * (size_t)valid);
 }
 
@@ -58,9 +94,9 @@ TARGET static inline void store_row(float* out, int32_t W, int32_t valid, __m256
 /// 6 x 2 (or 6 x 1) accumulators in named variables, which the compiler keeps in registers. `rows`
 /// holds, for each segment, MR pointers to `length` floats of the pixels' input (or to zeros);
 /// output rows are `out_c` apart.
-TARGET static inline void tile(int32_t W, const float* const* rows, int32_t segments, int32_t length,
+TARGET static inline __attribute__((always_inline)) void tile(int32_t W, const float* const* rows, int32_t segments, int32_t length,
                                const float* block, float* out, int32_t count, int32_t remaining, int32_t out_c,
-                               __m256 lo, __m256 hi) {
+                               __m256 lo, __m256 hi, prelu_at p) {
     const __m256 b0 = _mm256_loadu_ps(block), b1 = W == NR ? _mm256_loadu_ps(block + 8) : b0;
     __m256 c00 = b0, c01 = b1, c10 = b0, c11 = b1, c20 = b0, c21 = b1;
     __m256 c30 = b0, c31 = b1, c40 = b0, c41 = b1, c50 = b0, c51 = b1;
@@ -97,18 +133,19 @@ TARGET static inline void tile(int32_t W, const float* const* rows, int32_t segm
     }
     const int32_t valid = remaining < W ? remaining : W;
     const size_t stride = (size_t)out_c;
-    store_row(out, W, valid, c00, c01, lo, hi);
-    if (count > 1) store_row(out + stride, W, valid, c10, c11, lo, hi);
-    if (count > 2) store_row(out + 2 * stride, W, valid, c20, c21, lo, hi);
-    if (count > 3) store_row(out + 3 * stride, W, valid, c30, c31, lo, hi);
-    if (count > 4) store_row(out + 4 * stride, W, valid, c40, c41, lo, hi);
-    if (count > 5) store_row(out + 5 * stride, W, valid, c50, c51, lo, hi);
+    store_row(out, W, valid, c00, c01, lo, hi, &p);
+    if (count > 1) store_row(out + stride, W, valid, c10, c11, lo, hi, &p);
+    if (count > 2) store_row(out + 2 * stride, W, valid, c20, c21, lo, hi, &p);
+    if (count > 3) store_row(out + 3 * stride, W, valid, c30, c31, lo, hi, &p);
+    if (count > 4) store_row(out + 4 * stride, W, valid, c40, c41, lo, hi, &p);
+    if (count > 5) store_row(out + 5 * stride, W, valid, c50, c51, lo, hi, &p);
 }
 
 /// `tile` for a block of 16 channels with one AVX-512 vector per pixel: the same products added in
 /// the same order, so the same floats.
-TARGET_512 static inline void tile512(const float* const* rows, int32_t segments, int32_t length, const float* block,
-                                      float* out, int32_t count, int32_t remaining, int32_t out_c, __m256 lo8, __m256 hi8) {
+TARGET_512 static inline __attribute__((always_inline)) void tile512(const float* const* rows, int32_t segments, int32_t length, const float* block,
+                                      float* out, int32_t count, int32_t remaining, int32_t out_c, __m256 lo8, __m256 hi8,
+                                      prelu_at p) {
     const __m512 b = _mm512_loadu_ps(block);
     __m512 c0 = b, c1 = b, c2 = b, c3 = b, c4 = b, c5 = b;
     const float* w = block + NR;
@@ -128,6 +165,13 @@ TARGET_512 static inline void tile512(const float* const* rows, int32_t segments
     const __mmask16 mask = remaining >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << remaining) - 1);
     const size_t stride = (size_t)out_c;
     const __m512 rows_out[MR] = {c0, c1, c2, c3, c4, c5};
+    if (p.alpha) {
+        const __m512 a = _mm512_loadu_ps(p.alpha), s = _mm512_loadu_ps(p.scale), plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
+        for (int32_t m = 0; m < count; m++) {
+            _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, prelu16(_mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi), a, s, plo, phi));
+        }
+        return;
+    }
     for (int32_t m = 0; m < count; m++) {
         _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, _mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi));
     }
@@ -136,9 +180,9 @@ TARGET_512 static inline void tile512(const float* const* rows, int32_t segments
 /// Two consecutive blocks of 16 channels (`remaining` channels from the first block's start, over
 /// 16): 12 accumulators, enough independent FMAs to cover their latency; each block's products in
 /// `tile512`'s order.
-TARGET_512 static inline void tile512x2(const float* const* rows, int32_t segments, int32_t length, const float* block_a,
+TARGET_512 static inline __attribute__((always_inline)) void tile512x2(const float* const* rows, int32_t segments, int32_t length, const float* block_a,
                                         const float* block_b, float* out, int32_t count, int32_t remaining, int32_t out_c,
-                                        __m256 lo8, __m256 hi8) {
+                                        __m256 lo8, __m256 hi8, prelu_at p) {
     const __m512 ba = _mm512_loadu_ps(block_a), bb = _mm512_loadu_ps(block_b);
     __m512 a0 = ba, a1 = ba, a2 = ba, a3 = ba, a4 = ba, a5 = ba;
     __m512 b0 = bb, b1 = bb, b2 = bb, b3 = bb, b4 = bb, b5 = bb;
@@ -166,6 +210,17 @@ TARGET_512 static inline void tile512x2(const float* const* rows, int32_t segmen
     const __mmask16 mask = second >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << second) - 1);
     const size_t stride = (size_t)out_c;
     const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5}, rows_b[MR] = {b0, b1, b2, b3, b4, b5};
+    if (p.alpha) {
+        const __m512 pa = _mm512_loadu_ps(p.alpha), sa = _mm512_loadu_ps(p.scale);
+        const __m512 pb = _mm512_loadu_ps(p.alpha + NR), sb = _mm512_loadu_ps(p.scale + NR);
+        const __m512 plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
+        for (int32_t m = 0; m < count; m++) {
+            _mm512_storeu_ps(out + (size_t)m * stride, prelu16(_mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi), pa, sa, plo, phi));
+            _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask,
+                                  prelu16(_mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi), pb, sb, plo, phi));
+        }
+        return;
+    }
     for (int32_t m = 0; m < count; m++) {
         _mm512_storeu_ps(out + (size_t)m * stride, _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi));
         _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask, _mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi));
@@ -261,27 +316,25 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
                 if (block_width(c, n0) == NR) {                                                              \
                     WIDE_TILES;                                                                              \
                 } else {                                                                                     \
-                    tile(8, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi); \
+                    tile(8, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi,     \
+                         prelu_for_block(c, n0));                                                            \
                     n0 += NR;                                                                                \
                 }                                                                                            \
-            }                                                                                                \
-            if (c->prelu_alpha) {                                                                            \
-                spotter_prelu_f32(out, out, (size_t)count, (size_t)c->out_c, c->prelu_alpha, c->prelu_scale, \
-                                  c->prelu_min, c->prelu_max);                                               \
             }                                                                                                \
         }                                                                                                    \
     }
 
 CONV_F32_TASK(conv_f32_task, TARGET,
-              tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi); n0 += NR)
+              tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi, prelu_for_block(c, n0));
+              n0 += NR)
 // Two blocks of 16 at a time where the second is also 16 wide (more than 8 channels left after the first).
 CONV_F32_TASK(conv_f32_task_512, TARGET_512,
               if (c->out_c - n0 > NR + 8) {
                   tile512x2(rows, segments, length, block, block + (size_t)NR * (1 + k), out + n0, count, c->out_c - n0,
-                            c->out_c, lo, hi);
+                            c->out_c, lo, hi, prelu_for_block(c, n0));
                   n0 += 2 * NR;
               } else {
-                  tile512(rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi);
+                  tile512(rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi, prelu_for_block(c, n0));
                   n0 += NR;
               })
 

@@ -80,8 +80,9 @@ typedef struct spotter_conv_f32 {
     float out_min, out_max;      ///< the fused activation's clamp
     const float* packed;         ///< made by spotter_conv_f32_pack
     const float* zero;           ///< k_w * in_c zeros, read for filter rows in the padding
-    /// NULL, or a PReLU applied to each tile while it is in cache, as spotter_prelu_f32 computes it
-    /// (out_c values each of alpha and scale, then the clamp to [prelu_min, prelu_max]).
+    /// NULL, or a PReLU applied to each output after the clamp, as spotter_prelu_f32 computes it:
+    /// alpha and scale each readable for out_c rounded up to a multiple of 32 values, then the
+    /// clamp to [prelu_min, prelu_max].
     const float* prelu_alpha;
     const float* prelu_scale;
     float prelu_min, prelu_max;

@@ -23,7 +23,7 @@ final class AVX2Convolution: Kernel {
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
     private let packed: UnsafeMutableBufferPointer<Float>
     private let zeros: UnsafeMutableBufferPointer<Float>
-    /// A PReLU after the convolution, applied to each tile while it is in cache: alpha, then scale.
+    /// A PReLU after the convolution, applied to each output as it is stored: alpha, then scale.
     private let prelu: UnsafeMutableBufferPointer<Float>?
 
     /// Returns nil for convolutions the kernel does not cover (other types, non-constant weights,
@@ -60,10 +60,13 @@ final class AVX2Convolution: Kernel {
         if let bias, bias.count != channels { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
 
         if let parameters = try PReLU.fusing(into: output, ctx) {
-            let prelu = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * channels)
-            _ = prelu.initialize(from: parameters.alpha + parameters.scale)
+            // Whole blocks of channels are read: each array padded with zeros to a multiple of 32.
+            let padded = (channels + 31) / 32 * 32
+            let prelu = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * padded)
+            prelu.initialize(repeating: 0)
+            for c in 0..<channels { (prelu[c], prelu[padded + c]) = (parameters.alpha[c], parameters.scale[c]) }
             conv.prelu_alpha = UnsafePointer(prelu.baseAddress)
-            conv.prelu_scale = UnsafePointer(prelu.baseAddress! + channels)
+            conv.prelu_scale = UnsafePointer(prelu.baseAddress! + padded)
             (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
             self.prelu = prelu
         } else {
