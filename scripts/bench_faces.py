@@ -6,7 +6,9 @@
 
 Spotter's side is `spotter faces identify --json` on the picture given RUNS times (one process, models
 loaded once; each line's "milliseconds" times detection, alignment and embedding without decoding);
-the peer's is scripts/peer_faces.py's steps in a loop (LiteRT, cv2.warpAffine), timed the same way.
+the peer's is scripts/peer_faces.py's steps in a loop (LiteRT, cv2.warpAffine), timed the same way:
+each run decodes the picture first (untimed), so both sides start each run with the caches a
+decoder leaves.
 Medians of each round; the ratio is Spotter / peer (below 1 is faster).
 """
 import argparse
@@ -35,10 +37,11 @@ from peer_faces import TEMPLATE, refine, similarity
 picture, threads, runs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 finder = Interpreter(model_path=sys.argv[5], num_threads=threads); finder.allocate_tensors()
 embedder = Interpreter(model_path=sys.argv[6], num_threads=threads); embedder.allocate_tensors()
-rgb = cv2.cvtColor(cv2.imread(picture), cv2.COLOR_BGR2RGB)
 times = []
 for run in range(runs + 5):
-    # peer_faces.py's steps on the decoded picture (Spotter's time excludes decoding too).
+    # The picture is decoded every run, untimed, as Spotter's side decodes each picture given; then
+    # peer_faces.py's steps on it are timed.
+    rgb = cv2.cvtColor(cv2.imread(picture), cv2.COLOR_BGR2RGB)
     start = time.perf_counter()
     for face in detect_rgb(finder, rgb, 0.5)["detections"]:
         points = refine(finder, rgb, face["box"]) or face["keypoints"]

@@ -290,10 +290,18 @@ public final class ObjectDetector {
                 }
             default:
                 let floats = buffer.bindMemory(to: Float.self)
-                let mean = normalization?.mean ?? [0], std = normalization?.std ?? [1]
-                for i in bytes.indices {
-                    let c = i % 3
-                    floats[i] = (Float(bytes[i]) - mean[mean.count == 3 ? c : 0]) / std[std.count == 3 ? c : 0]
+                let means = normalization?.mean ?? [0], stds = normalization?.std ?? [1]
+                let mean = (0..<3).map { means[means.count == 3 ? $0 : 0] }, std = (0..<3).map { stds[stds.count == 3 ? $0 : 0] }
+                bytes.withUnsafeBufferPointer { src in
+                    if Set(mean).count == 1 && Set(std).count == 1 {
+                        // One loop the compiler vectorizes (BlazeFace, YOLO's float exports).
+                        let (m, s) = (mean[0], std[0])
+                        for i in src.indices { floats[i] = (Float(src[i]) - m) / s }
+                    } else {
+                        for p in 0..<(src.count / 3) {
+                            for c in 0..<3 { floats[3 * p + c] = (Float(src[3 * p + c]) - mean[c]) / std[c] }
+                        }
+                    }
                 }
             }
         }

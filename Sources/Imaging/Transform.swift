@@ -244,12 +244,17 @@ extension Image {
             let ox = (target.width - inner.width) / 2, oy = (target.height - inner.height) / 2
             let scaled = upright.resized(to: inner, filter: filter)
             var canvas = Image(width: target.width, height: target.height, format: .rgb24)
-            for i in 0..<(target.width * target.height) {
-                canvas.data[3 * i] = fill.0; canvas.data[3 * i + 1] = fill.1; canvas.data[3 * i + 2] = fill.2
-            }
-            for row in 0..<inner.height {
-                let d = ((oy + row) * target.width + ox) * 3
-                canvas.data.replaceSubrange(d..<(d + inner.width * 3), with: scaled.data[(row * inner.width * 3)..<((row + 1) * inner.width * 3)])
+            let rowBytes = inner.width * 3
+            canvas.data.withUnsafeMutableBufferPointer { dst in
+                if fill != (0, 0, 0) {
+                    for i in 0..<(target.width * target.height) { (dst[3 * i], dst[3 * i + 1], dst[3 * i + 2]) = fill }
+                }
+                scaled.data.withUnsafeBufferPointer { src in
+                    for row in 0..<inner.height {
+                        let d = ((oy + row) * target.width + ox) * 3
+                        UnsafeMutableRawPointer(dst.baseAddress! + d).copyMemory(from: src.baseAddress! + row * rowBytes, byteCount: rowBytes)
+                    }
+                }
             }
             pixels = canvas
             map = .scale(Double(inner.width) / w, Double(inner.height) / h, translate: Double(ox), Double(oy))
