@@ -199,7 +199,9 @@ public final class ObjectDetector {
     /// Loads the model at `modelPath` and prepares it.
     ///
     /// - Throws: ``DetectorError``, ``ModelFormatError``, ``InterpreterError``.
-    public init(modelPath: String, options: Options = Options()) throws {
+    /// - Parameter threads: workers shared with other models run in turn (``SharedThreads``); nil:
+    ///   the detector's own `options.threadCount` threads.
+    public init(modelPath: String, options: Options = Options(), threads: SharedThreads? = nil) throws {
         let model: Model
         do { model = try Model(contentsOf: URL(fileURLWithPath: modelPath)) } catch let error as ModelFormatError {
             throw error
@@ -210,7 +212,7 @@ public final class ObjectDetector {
         var labels = try Labels.find(for: model, modelPath: modelPath, explicit: options.labelsPath)
         var interpreterOptions = Interpreter.Options(threadCount: options.threadCount, backend: options.backend)
         interpreterOptions.parksThreadsAfterInvoke = options.parksThreadsBetweenPictures
-        interpreter = try Interpreter(model: model, options: interpreterOptions)
+        interpreter = try Interpreter(model: model, options: interpreterOptions, threads: threads)
         let input = model.subgraph.tensors[model.subgraph.inputs[0]]
         let shape = interpreter.shape(ofTensor: input.index)
         guard shape.count == 4, shape[0] == 1, shape[3] == 3, [.uint8, .int8, .float32].contains(input.type) else {

@@ -37,7 +37,9 @@ public final class FaceEmbedder {
     private let interpreter: Interpreter
 
     /// - Throws: ``FaceError/unsupportedEmbedder(path:reason:)``, ``ModelFormatError``, ``InterpreterError``.
-    public init(modelPath: String, options: Options = Options()) throws {
+    /// - Parameter threads: workers shared with other models run in turn (``SharedThreads``); nil:
+    ///   the embedder's own `options.threadCount` threads.
+    public init(modelPath: String, options: Options = Options(), threads: SharedThreads? = nil) throws {
         self.options = options
         let model: Model
         do { model = try Model(contentsOf: URL(fileURLWithPath: modelPath)) } catch let error as ModelFormatError {
@@ -47,7 +49,7 @@ public final class FaceEmbedder {
         }
         var interpreterOptions = Interpreter.Options(threadCount: options.threadCount, backend: options.backend)
         interpreterOptions.parksThreadsAfterInvoke = options.parksThreadsAfterInvoke
-        interpreter = try Interpreter(model: model, options: interpreterOptions)
+        interpreter = try Interpreter(model: model, options: interpreterOptions, threads: threads)
         let graph = model.subgraph
         let input = graph.tensors[graph.inputs[0]], shape = interpreter.shape(ofTensor: input.index)
         guard shape.count == 4, shape[0] == 1, shape[3] == 3, input.type == .float32 else {

@@ -74,27 +74,32 @@ public final class FaceRecognizer {
     public let options: Options
     public let detector: ObjectDetector
     public let embedder: FaceEmbedder
+    /// The workers both models run on (nil: one thread).
+    private let threads: SharedThreads?
 
     /// - Throws: ``FaceError/unsupportedDetector(path:reason:)`` for a detector without eye, nose
     ///   and mouth keypoints; the errors of ``ObjectDetector`` and ``FaceEmbedder``.
     public init(detectorPath: String, embedderPath: String, options: Options = Options()) throws {
         self.options = options
-        // Two interpreters take turns: each one's threads sleep after its invoke instead of spinning
-        // against the other's (on two cores, spinning workers doubled the time).
-        var detectorOptions = ObjectDetector.Options(scoreThreshold: options.scoreThreshold, threadCount: options.threadCount, backend: options.backend)
-        detectorOptions.parksThreadsBetweenPictures = true
-        detector = try ObjectDetector(modelPath: detectorPath, options: detectorOptions)
+        // The two models take turns on the same workers, which spin from one model to the next and
+        // sleep between pictures; the pool or the calling thread is chosen per picture. With a pool
+        // and a choice of its own per model (the detector runs twice a picture), two threads ran no
+        // faster than one.
+        threads = options.backend == .xnnpack && options.threadCount > 1 ? SharedThreads(count: options.threadCount) : nil
+        let detectorOptions = ObjectDetector.Options(scoreThreshold: options.scoreThreshold, threadCount: options.threadCount, backend: options.backend)
+        detector = try ObjectDetector(modelPath: detectorPath, options: detectorOptions, threads: threads)
         guard detector.keypointCount >= 4 else {
             throw FaceError.unsupportedDetector(path: detectorPath, reason: "its detections carry no eye, nose and mouth keypoints (\(detector.layoutDescription))")
         }
-        var embedderOptions = FaceEmbedder.Options(threadCount: options.threadCount, backend: options.backend)
-        embedderOptions.parksThreadsAfterInvoke = true
-        embedder = try FaceEmbedder(modelPath: embedderPath, options: embedderOptions)
+        let embedderOptions = FaceEmbedder.Options(threadCount: options.threadCount, backend: options.backend)
+        embedder = try FaceEmbedder(modelPath: embedderPath, options: embedderOptions, threads: threads)
     }
 
     /// The faces in `image` (stored pixels, turned upright by `orientation`), best first; those of
     /// good quality aligned and embedded.
     public func faces(in image: Image, orientation: Orientation = .up) throws -> [Face] {
+        threads?.begin()
+        defer { threads?.end() }
         // Turned upright once: the detector, the second pass and the crops all read these pixels.
         let upright = image.converted(to: .rgb24).oriented(orientation)
         let found = try detector.detect(upright).detections

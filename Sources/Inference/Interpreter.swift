@@ -71,6 +71,8 @@ public final class Interpreter {
     private let pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     private let readable: [Bool]
     private let pool: ThreadPool?
+    /// Whether `pool` belongs to a ``SharedThreads``.
+    private let sharesThreads: Bool
     /// Bytes of the planned arena.
     public let arenaByteCount: Int
 
@@ -79,7 +81,9 @@ public final class Interpreter {
     /// - Throws: ``InterpreterError/unsupportedOperator(name:index:inputTypes:outputTypes:)`` for an
     ///   operator no kernel runs, ``InterpreterError/invalidOperator(name:index:reason:)`` for
     ///   inconsistent tensors, ``InterpreterError/arenaTooLarge(bytes:limit:)``.
-    public init(model: Model, options: Options = Options()) throws {
+    /// - Parameter threads: workers shared with other interpreters run in turn; nil: the
+    ///   interpreter's own `options.threadCount` threads.
+    public init(model: Model, options: Options = Options(), threads: SharedThreads? = nil) throws {
         // The model's bytes are not kept: once the kernels hold their weights, only the constants
         // read at run time (or preserved for `tensor(at:)`) are copied out of it.
         let model = model.foldingFloat16Constants()
@@ -93,7 +97,7 @@ public final class Interpreter {
         var pool: ThreadPool?
         if options.backend == .xnnpack {
             try XNNPACK.initialize()
-            pool = ThreadPool(threads: Self.threads(for: options))
+            pool = threads?.pool ?? ThreadPool(threads: Self.threads(for: options))
         }
         for op in graph.operators {
             context.op = op
@@ -105,6 +109,7 @@ public final class Interpreter {
         }
         self.kernels = kernels
         self.pool = pool
+        sharesThreads = threads != nil && pool != nil
         self.shapes = context.shapes
 
         let plan = try MemoryPlan(graph: graph, shapes: context.shapes, aliases: context.aliases, preserved: options.preservedTensors)
@@ -183,16 +188,14 @@ public final class Interpreter {
     /// Runs the model on the current input contents.
     public func invoke() throws {
         let memory = TensorMemory(pointers: pointers)
-        guard let pool, pool.handle != nil, options.adaptsThreadsToLoad else {
-            for kernel in kernels { kernel.run(memory) }
-            if options.parksThreadsAfterInvoke { pool?.park() }
-            return
+        // Shared threads are chosen by their owner (``SharedThreads/begin()``).
+        if let pool, pool.handle != nil, options.adaptsThreadsToLoad, !sharesThreads {
+            pool.active = threadChoice.startInvoke(at: .now) ? pool.handle : nil
         }
-        pool.active = threadChoice.startInvoke(at: .now) ? pool.handle : nil
         for kernel in kernels { kernel.run(memory) }
         // Parking is a job for the workers too; on the calling thread alone they are left to fall
         // asleep by themselves (waiting for a descheduled worker is what single-threading avoids).
-        if options.parksThreadsAfterInvoke && pool.active != nil { pool.park() }
+        if options.parksThreadsAfterInvoke, let pool, pool.active != nil { pool.park() }
     }
 
     /// Time spent in one operator, from ``profile(runs:)``.

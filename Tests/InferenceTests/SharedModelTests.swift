@@ -129,3 +129,35 @@ import TFLiteFormat
         }
     }
 }
+
+/// Two models taking turns on one ``SharedThreads`` (as the face pipeline runs BlazeFace, BlazeFace
+/// again and MobileFaceNet on each picture) compute exactly what each computes on one thread: the
+/// kernels split pixels and channels across threads, never a sum.
+@Suite struct SharedThreadsTests {
+    @Test func modelsTakingTurnsOnSharedWorkersMatchOneThreadExactly() throws {
+        let detector = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/blazeface-short-range/face_detection_short_range.tflite"))
+        let embedder = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/mobilefacenet/mobile_face_net.tflite"))
+        let detectorInput = try Fixtures.npy(Fixtures.generated.appendingPathComponent("models/blazeface/obama/input.npy")).data
+        let embedderInput = try Fixtures.npy(Fixtures.generated.appendingPathComponent("models/mobilefacenet/obama/input.npy")).data
+        func outputs(_ interpreter: Interpreter, _ input: [UInt8]) throws -> [Float] {
+            try interpreter.copy(input, toInputAt: 0)
+            try interpreter.invoke()
+            return try (0..<interpreter.outputCount).flatMap { try interpreter.output(at: $0).values(as: Float.self) }
+        }
+        let alone = (try outputs(try Interpreter(model: detector, options: .init(threadCount: 1)), detectorInput),
+                     try outputs(try Interpreter(model: embedder, options: .init(threadCount: 1)), embedderInput))
+        let threads = SharedThreads(count: 2)
+        threads.adaptsToLoad = false
+        #expect(threads.count == min(2, Processors.available))
+        let finder = try Interpreter(model: detector, options: .init(threadCount: 2), threads: threads)
+        let embed = try Interpreter(model: embedder, options: .init(threadCount: 2), threads: threads)
+        #expect(finder.threadCount == threads.count && embed.threadCount == threads.count)
+        for _ in 0..<3 {
+            threads.begin()
+            #expect(try outputs(finder, detectorInput) == alone.0)
+            #expect(try outputs(finder, detectorInput) == alone.0)
+            #expect(try outputs(embed, embedderInput) == alone.1)
+            threads.end()
+        }
+    }
+}

@@ -54,6 +54,57 @@ final class ThreadPool {
     }
 }
 
+/// Worker threads that interpreters used one after another (never at the same time, from one
+/// caller) share: a detector and the embedder after it run on the same workers, which keep spinning
+/// from one model to the next instead of being woken for each, and sleep between units of work (a
+/// picture). Whether a unit runs on the pool or on the calling thread alone is chosen as an
+/// interpreter's own pool chooses per invoke (``Interpreter/Options/adaptsThreadsToLoad``), but from
+/// the units' own durations: the time between units (decoding the next picture) varies too much
+/// to show the pool's gain. Not thread-safe: one owner at a time.
+///
+/// ```swift
+/// let threads = SharedThreads(count: 2)
+/// let finder = try Interpreter(model: a, options: .init(threadCount: 2), threads: threads)
+/// let embedder = try Interpreter(model: b, options: .init(threadCount: 2), threads: threads)
+/// threads.begin()
+/// // ... invoke both for a picture ...
+/// threads.end()
+/// ```
+public final class SharedThreads {
+    let pool: ThreadPool
+    /// Measure now and then whether the pool or the calling thread alone is faster. Default true.
+    public var adaptsToLoad = true
+    private var choice = ThreadChoice()
+    /// The choice sees a clock that runs only inside units: each period it measures is one unit.
+    private let origin = ContinuousClock.now
+    private var busy = Duration.zero
+    private var started: ContinuousClock.Instant?
+
+    /// At most ``Processors/available`` threads (one: no workers).
+    public init(count: Int) {
+        pool = ThreadPool(threads: min(max(1, count), Processors.available))
+    }
+
+    /// Threads the kernels run on (the caller's included).
+    public var count: Int { pool.threadCount }
+
+    /// Starts a unit of work (one picture through every model): chooses the pool or the calling
+    /// thread for the invokes until ``end()``.
+    public func begin() {
+        guard let handle = pool.handle, adaptsToLoad else { return }
+        pool.active = choice.startInvoke(at: origin + busy) ? handle : nil
+        started = .now
+    }
+
+    /// Ends the unit: records its duration and lets the workers sleep until the next one (see
+    /// ``Interpreter/Options/parksThreadsAfterInvoke``).
+    public func end() {
+        if let started { busy += .now - started }
+        started = nil
+        if pool.active != nil { pool.park() }
+    }
+}
+
 /// One XNNPACK operator: created (weights packed) at load, set up once with the arena's fixed
 /// addresses, run on every invoke. Deleted with this object, before the pool it keeps alive.
 final class XNNPACKKernel: Kernel {
