@@ -177,20 +177,23 @@ TARGET_512 static inline __attribute__((always_inline)) void tile512(const float
     }
 }
 
-/// Two consecutive blocks of 16 channels (`remaining` channels from the first block's start, over
-/// 16): 12 accumulators, enough independent FMAs to cover their latency; each block's products in
-/// `tile512`'s order.
+/// Two consecutive blocks, the first of 16 channels, the second of `width_b` (16, or 8 for a last
+/// block of at most 8 channels; `remaining` channels from the first block's start, over 16): 12
+/// accumulators, enough independent FMAs to cover their latency; each block's products in
+/// `tile512`'s (and an 8-wide block's in `tile`'s) order.
 TARGET_512 static inline __attribute__((always_inline)) void tile512x2(const float* const* rows, int32_t segments, int32_t length, const float* block_a,
-                                        const float* block_b, float* out, int32_t count, int32_t remaining, int32_t out_c,
-                                        __m256 lo8, __m256 hi8, prelu_at p) {
-    const __m512 ba = _mm512_loadu_ps(block_a), bb = _mm512_loadu_ps(block_b);
+                                        const float* block_b, int32_t width_b, float* out, int32_t count, int32_t remaining,
+                                        int32_t out_c, __m256 lo8, __m256 hi8, prelu_at p) {
+    // The second block is 16 or 8 channels wide (a last block of at most 8); 8 are read masked.
+    const __mmask16 lanes_b = width_b == NR ? (__mmask16)0xFFFF : (__mmask16)0xFF;
+    const __m512 ba = _mm512_loadu_ps(block_a), bb = _mm512_maskz_loadu_ps(lanes_b, block_b);
     __m512 a0 = ba, a1 = ba, a2 = ba, a3 = ba, a4 = ba, a5 = ba;
     __m512 b0 = bb, b1 = bb, b2 = bb, b3 = bb, b4 = bb, b5 = bb;
-    const float *wa = block_a + NR, *wb = block_b + NR;
+    const float *wa = block_a + NR, *wb = block_b + width_b;
     for (int32_t t = 0; t < segments; t++, rows += MR) {
         const float *x0 = rows[0], *x1 = rows[1], *x2 = rows[2], *x3 = rows[3], *x4 = rows[4], *x5 = rows[5];
-        for (int32_t ci = 0; ci < length; ci++, wa += NR, wb += NR) {
-            const __m512 va = _mm512_loadu_ps(wa), vb = _mm512_loadu_ps(wb);
+        for (int32_t ci = 0; ci < length; ci++, wa += NR, wb += width_b) {
+            const __m512 va = _mm512_loadu_ps(wa), vb = _mm512_maskz_loadu_ps(lanes_b, wb);
             __m512 x = _mm512_set1_ps(x0[ci]);
             a0 = _mm512_fmadd_ps(x, va, a0); b0 = _mm512_fmadd_ps(x, vb, b0);
             x = _mm512_set1_ps(x1[ci]);
@@ -327,11 +330,11 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
 CONV_F32_TASK(conv_f32_task, TARGET,
               tile(NR, rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi, prelu_for_block(c, n0));
               n0 += NR)
-// Two blocks of 16 at a time where the second is also 16 wide (more than 8 channels left after the first).
+// Two blocks at a time where there is a second (16 wide, or 8 for a last block of at most 8).
 CONV_F32_TASK(conv_f32_task_512, TARGET_512,
-              if (c->out_c - n0 > NR + 8) {
-                  tile512x2(rows, segments, length, block, block + (size_t)NR * (1 + k), out + n0, count, c->out_c - n0,
-                            c->out_c, lo, hi, prelu_for_block(c, n0));
+              if (c->out_c - n0 > NR) {
+                  tile512x2(rows, segments, length, block, block + (size_t)NR * (1 + k), block_width(c, n0 + NR), out + n0,
+                            count, c->out_c - n0, c->out_c, lo, hi, prelu_for_block(c, n0));
                   n0 += 2 * NR;
               } else {
                   tile512(rows, segments, length, block, out + n0, count, c->out_c - n0, c->out_c, lo, hi, prelu_for_block(c, n0));

@@ -77,6 +77,9 @@ final class PrepareContext {
     /// The PReLU patterns found so far, by the index of each of their operators (``PReLU``).
     var prelus: [Int: PReLU.Pattern] = [:]
 
+    /// ADDs of a zero-padded tensor whose PAD was claimed (``PaddedAdd``), by the ADD's index.
+    var paddedAdds: [Int: PaddedAdd.Pattern] = [:]
+
     func constant<T: BitwiseCopyable>(_ tensor: Int, as type: T.Type) throws -> [T] {
         guard let values = model.constantValues(of: graph.tensors[tensor], as: type) else {
             throw fail("tensor \"\(graph.tensors[tensor].name)\" must be constant")

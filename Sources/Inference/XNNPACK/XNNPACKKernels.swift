@@ -69,6 +69,7 @@ enum XNNPACKKernels {
             let slice = try StridedSlice(ctx, options: options)
             return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)
         case (.pad, _) where op.inputs.count == 2:
+            if let absorbed = try PaddedAdd.claim(ctx) { return absorbed }
             let pad = try Pad(ctx)
             return PooledRows(pad, rowBytes: pad.rowBytes, pool: pool)
         case (.slice, _):
@@ -298,6 +299,10 @@ enum XNNPACKKernels {
         let activation = folded?.activation ?? fused
         if let folded { ctx.absorbed.insert(folded.index) }
         let shapeA = ctx.shape(a), shapeB = ctx.shape(b)
+        if operation == .add, let pattern = ctx.paddedAdds[ctx.op.index] {
+            let kernel = try PaddedAdd(ctx, pattern, activation: activation)
+            return PooledRows(kernel, rowBytes: kernel.rowBytes, pool: pool)
+        }
         switch type {
         case .float32:
             let range = FixedPoint.activationRange(activation)
