@@ -678,6 +678,24 @@ def fast_path_cases():
           {"scale": 1 / 256, "zp": -128}, Opt.SoftmaxOptions, softmax)
     unary("softmax_uint8_rows_of_40", Op.SOFTMAX, TT.UINT8, [21, 40], {"scale": 0.05, "zp": 130},
           {"scale": 1 / 256, "zp": 0}, Opt.SoftmaxOptions, softmax)
+    # A depthwise filter covering its whole input (MobileFaceNet's global depthwise layer), batch 2.
+    shape = [2, 7, 7, 40]
+    filt = T([1, 7, 7, 40], TT.FLOAT32, data=rng.normal(0, 0.3, [1, 7, 7, 40]).astype(np.float32))
+    bias = T([40], TT.FLOAT32, data=rng.normal(0, 0.5, [40]).astype(np.float32))
+    save("depthwise_float32_global_7x7_batch2", [T(shape, TT.FLOAT32), filt, bias, T([2, 1, 1, 40], TT.FLOAT32)], [0], [3],
+         [(Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions,
+           options("DepthwiseConv2DOptions", Padding=Padding.VALID, StrideW=1, StrideH=1, DepthMultiplier=1,
+                   FusedActivationFunction=Act.RELU6), None)])
+    # BlazeFace's widening residual: ADD(y, PAD(x) with zero channels appended), then a RELU; x is
+    # also read by an operator between the PAD and the ADD (its storage must outlive the PAD).
+    x, y = [1, 12, 10, 20], [1, 12, 10, 28]
+    save("pad_channels_then_add_relu_float32", [T(x, TT.FLOAT32), T([4, 2], TT.INT32, data=np.array([[0, 0], [0, 0], [0, 0], [0, 8]], np.int32)),
+                                               T(y, TT.FLOAT32), T(y, TT.FLOAT32), T(x, TT.FLOAT32), T(y, TT.FLOAT32), T(y, TT.FLOAT32)],
+         [0, 2], [6, 4], [
+             (Op.PAD, None, [0, 1], [3], Opt.PadOptions, options("PadOptions"), None),
+             (Op.ABS, None, [0], [4], 0, None, None),
+             (Op.ADD, None, [2, 3], [5], Opt.AddOptions, options("AddOptions"), None),
+             (Op.RELU, None, [5], [6], 0, None, None)])
 
 
 

@@ -240,6 +240,7 @@ public final class Interpreter {
         case is PReLU.Absorbed: "prelu"
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"
+        case is GlobalDepthwise: "global"
         case is FoldedRelu: "folded"
         default: "reference"
         }

@@ -42,6 +42,7 @@ enum XNNPACKKernels {
             if let kernel = try AVX2QuantizedConvolution.make(ctx, pool: pool, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: false)
         case (.depthwiseConv2D, .depthwiseConv2D(let options)):
+            if let kernel = try GlobalDepthwise.make(ctx, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: true)
         case (.fullyConnected, .fullyConnected(let activation, let keepNumDims, 0)):
             return try fullyConnected(ctx, pool, activation, keepNumDims)
