@@ -9,6 +9,8 @@ Writes, under OUTDIR (default: fixtures-generated/ at the repository root):
                                tensors that feed the post-process op (Squeeze, convert_scores) and
                                the four post-processed outputs
   detect/xnnpack/NAME/*.npy    the same from LiteRT's default XNNPACK path
+  detect/halves/NAME.npy       the shared images (RGB) at exactly half their size, cropped to even
+                               sizes first, with OpenCV bilinear (OpenCV takes its 2x2 mean path)
   golden-inputs/one-by-one-person-detection/FRAME.npy
                                the 300x300 inputs behind ../shared/reference/golden (every 10th
                                frame), dumped by the peer's own golden.py and checked against the
@@ -95,6 +97,12 @@ def main():
     print(f"wrote {count} inputs with LiteRT reference and XNNPACK outputs to {base}")
     if count < 20:
         sys.exit("expected at least 20 inputs; are ../shared/images and ../shared/videos complete?")
+    os.makedirs(os.path.join(base, "halves"), exist_ok=True)
+    for name in ["astronaut", "coffee", "chelsea", "camera", "page"]:
+        rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", name + ".png"), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+        rgb = rgb[:rgb.shape[0] // 2 * 2, :rgb.shape[1] // 2 * 2]
+        half = cv2.resize(rgb, (rgb.shape[1] // 2, rgb.shape[0] // 2), interpolation=cv2.INTER_LINEAR)
+        np.save(os.path.join(base, "halves", name + ".npy"), half.astype(np.uint8))
     dump_golden_inputs(args.outdir)
 
 

@@ -99,6 +99,7 @@ extension Image {
     /// rounded by `(v + 2) >> 2`.
     private func resizedLikeOpenCV(to target: Size) -> Image {
         let bpp = format.bytesPerPixel
+        if width == 2 * target.width && height == 2 * target.height { return halved() }
         // Columns clamp their coefficient at the edges; rows keep it and clamp only the row index.
         func coefficients(_ source: Int, _ target: Int, clampWeights: Bool) -> [(index: Int, w0: Int32, w1: Int32)] {
             let scale = Double(source) / Double(target)
@@ -161,6 +162,30 @@ extension Image {
                                     }
                                 }
                             }
+                        }
+                    }
+                }
+            }
+        }
+        return result
+    }
+
+    /// Exactly half the size: the formula above with weights of 1024 each reduces to the rounded
+    /// mean of each 2x2 block, `(a + b + c + d + 2) >> 2` (OpenCV takes its INTER_AREA fast path
+    /// here, with the same result).
+    private func halved() -> Image {
+        let bpp = format.bytesPerPixel, stride = strides[0]
+        let target = Size(width: width / 2, height: height / 2), rowLength = target.width * bpp
+        var result = Image(width: target.width, height: target.height, format: format)
+        data.withUnsafeBufferPointer { src in
+            result.data.withUnsafeMutableBufferPointer { dst in
+                for y in 0..<target.height {
+                    let top = src.baseAddress! + 2 * y * stride, bottom = top + stride, out = dst.baseAddress! + y * rowLength
+                    for x in 0..<target.width {
+                        for k in 0..<bpp {
+                            let i = 2 * x * bpp + k
+                            let sum = UInt16(top[i]) + UInt16(top[i + bpp]) + UInt16(bottom[i]) + UInt16(bottom[i + bpp])
+                            out[x * bpp + k] = UInt8((sum + 2) >> 2)
                         }
                     }
                 }

@@ -15,6 +15,17 @@ import TestSupport
         #expect(resized.data == expected.data, "\(zip(resized.data, expected.data).filter { $0 != $1 }.count) bytes differ")
     }
 
+    /// fixtures-generated/detect/halves holds OpenCV's cv2.resize(INTER_LINEAR) to exactly half size.
+    @Test("resizing to exactly half equals OpenCV", arguments: ["astronaut", "coffee", "chelsea", "camera", "page"])
+    func halvingEqualsOpenCV(_ name: String) throws {
+        let picture = try ImageFile.decode(Fixtures.shared.appendingPathComponent("images/\(name).png").path).upright.converted(to: .rgb24)
+        let even = picture.cropped(x: 0, y: 0, width: picture.width / 2 * 2, height: picture.height / 2 * 2)
+        let half = even.resized(to: Size(width: even.width / 2, height: even.height / 2))
+        let expected = try Fixtures.npy(Fixtures.generated.appendingPathComponent("detect/halves/\(name).npy"))
+        #expect(expected.shape == [even.height / 2, even.width / 2, 3])
+        #expect(half.data == expected.data, "\(zip(half.data, expected.data).filter { $0 != $1 }.count) bytes differ")
+    }
+
     @Test func areaFilterAveragesBlocks() throws {
         let image = try Image(width: 4, height: 2, format: .gray8, data: [0, 10, 20, 30, 40, 50, 60, 70])
         #expect(image.resized(to: Size(width: 2, height: 1), filter: .area).data == [25, 45])
