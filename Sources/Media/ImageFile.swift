@@ -28,8 +28,13 @@ public enum ImageFile {
         if let jpeg = try readIfJPEG(path) { return try decodeJPEG(jpeg, path: path) }
         try FFmpeg.load { .decodeFailed(path: path, reason: $0) }
         let input = try InputContext(path: path)
-        try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .decodeFailed(path: path, reason: $0) }
-        let streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        // Picture demuxers name their stream's codec on opening; probing the stream as well
+        // (avformat_find_stream_info) would decode the picture once more (a PNG twice).
+        var streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        if streamIndex < 0 || input.pointer.pointee.streams[Int(streamIndex)]?.pointee.codecpar.pointee.codec_id == AV_CODEC_ID_NONE {
+            try FFmpeg.check(avformat_find_stream_info(input.pointer, nil)) { .decodeFailed(path: path, reason: $0) }
+            streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        }
         guard streamIndex >= 0, let stream = input.pointer.pointee.streams[Int(streamIndex)] else {
             throw MediaError.noVideoStream(path: path)
         }

@@ -204,12 +204,18 @@ struct Expected: Sendable, CustomStringConvertible {
         #expect(result.detections.first?.label == "cup")
     }
 
-    @Test("BMP and WebP files decode", arguments: ["bmp", "webp"])
+    @Test("BMP, WebP, GIF and TIFF files decode; lossless ones to the pixels FFmpeg's CLI decodes", arguments: ["bmp", "webp", "gif", "tiff", "png"])
     func otherFormatsDecode(_ ext: String) throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-coffee.\(ext)").path
         try run("ffmpeg", ["-v", "error", "-y", "-i", Fixtures.shared.appendingPathComponent("images/coffee.png").path, path])
         let picture = try ImageFile.decode(path).upright
         #expect(picture.size == Size(width: 600, height: 400))
+        if ["bmp", "tiff", "png"].contains(ext) {
+            let raw = path + ".rgb"
+            try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-pix_fmt", "rgb24", "-f", "rawvideo", raw])
+            #expect(picture.converted(to: .rgb24).data == (try Fixtures.bytes(URL(fileURLWithPath: raw))))
+        }
+        guard ext != "gif" else { return }  // 256 colours: the cup may not be the first detection
         let result = try ObjectDetectorTests.detector().detect(picture)
         #expect(result.detections.first?.label == "cup")
     }
