@@ -258,6 +258,10 @@ with tempfile.TemporaryDirectory() as out:
     check(refused.returncode != 0 and "webhook ftp://example.com/hook is not an http(s) URL" in refused.stderr
           and "nonexistent" not in refused.stderr and "spotter serve" in refused.stderr,
           "serve checks its config file's webhooks before loading a model, with its own usage line")
+    missing = subprocess.run([spotter, "serve", "--album", os.path.join(out, "never"), "--config", os.path.join(out, "missing.json")],
+                             capture_output=True, text=True, env=env)
+    check(missing.returncode != 0 and "missing.json: no such file" in missing.stderr and "could not be completed" not in missing.stderr,
+          "serve names a missing config file in its own words")
     # The server names people too: a looping source of the same clip, detection events read from its SSE stream.
     with socket.socket() as probe_socket:
         probe_socket.bind(("127.0.0.1", 0))

@@ -143,7 +143,10 @@ struct Serve: AsyncParsableCommand {
     /// JSON, or YAML (a `.yaml`/`.yml` file, or any file that does not start with `{`).
     static func read(config path: String) throws -> ConfigFile {
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw ValidationError("--config \(path): \(error.localizedDescription)") }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw ValidationError("--config \(path): no such file") }
+        guard !isFolder.boolValue else { throw ValidationError("--config \(path) is a folder; give the JSON or YAML file") }
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw ValidationError("--config \(path): not readable (check its permissions)") }
         let text = String(decoding: data, as: UTF8.self)
         let isYAML = [".yaml", ".yml"].contains { path.lowercased().hasSuffix($0) }
             || !text.drop { $0.isWhitespace }.hasPrefix("{")

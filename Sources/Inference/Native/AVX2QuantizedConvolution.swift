@@ -23,14 +23,7 @@ final class AVX2QuantizedConvolution: Kernel {
     /// Returns nil for convolutions the kernel does not cover (other types, non-constant weights,
     /// int8 weights with zero points, very long receptive fields) or when the CPU lacks AVX2.
     static func make(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws -> AVX2QuantizedConvolution? {
-        let input = ctx.input(0), filter = ctx.input(1)
-        let type = ctx.type(input)
-        guard AVX2Convolution.isAvailable, type == .uint8 || type == .int8, ctx.type(filter) == type,
-              ctx.type(ctx.output(0)) == type, ctx.isConstant(filter), ctx.shape(input).count == 4,
-              ctx.shape(filter).count == 4, !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)),
-              ctx.shape(filter).dropFirst().reduce(1, *) <= maximumFieldLength,
-              let q = ctx.quantization(filter) else { return nil }
-        guard type == .uint8 ? q.scales.count == 1 : q.zeroPoints.allSatisfy({ $0 == 0 }) else { return nil }
+        guard AVX2Convolution.isAvailable, let field = ctx.eightBitConvolutionField, field <= maximumFieldLength else { return nil }
         return try AVX2QuantizedConvolution(ctx, pool: pool, options: options)
     }
 
@@ -103,5 +96,18 @@ final class AVX2QuantizedConvolution: Kernel {
         withUnsafePointer(to: &conv) { conv in
             spotter_conv_q8_run(conv, memory.raw(input), memory.raw(output), pool.active)
         }
+    }
+}
+
+extension PrepareContext {
+    /// The receptive field length (taps x input channels) of the CONV_2D being prepared when
+    /// Spotter's 8-bit kernels take it: uint8 with per-tensor weights or int8 with symmetric
+    /// (per-channel) weights, input, weights and output of one type, constant weights and bias.
+    var eightBitConvolutionField: Int? {
+        let input = self.input(0), filter = self.input(1), type = self.type(input)
+        guard type == .uint8 || type == .int8, self.type(filter) == type, self.type(output(0)) == type,
+              isConstant(filter), shape(input).count == 4, shape(filter).count == 4, !hasInput(2) || isConstant(self.input(2)),
+              let q = quantization(filter), type == .uint8 ? q.scales.count == 1 : q.zeroPoints.allSatisfy({ $0 == 0 }) else { return nil }
+        return shape(filter).dropFirst().reduce(1, *)
     }
 }

@@ -27,12 +27,8 @@ final class VNNIConvolution: Kernel {
     /// uint8 weights with several scales, int8 weights with zero points, receptive fields longer
     /// than ``maximumFieldLength``.
     static func make(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws -> VNNIConvolution? {
-        let input = ctx.input(0), filter = ctx.input(1), type = ctx.type(input)
-        guard isAvailable, type == .uint8 || type == .int8, ctx.type(filter) == type, ctx.type(ctx.output(0)) == type,
-              ctx.isConstant(filter), ctx.shape(filter).count == 4, !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)),
-              (ctx.shape(filter).dropFirst().reduce(1, *) + 3) / 4 * 4 <= maximumFieldLength,
-              let q = ctx.quantization(filter) else { return nil }
-        guard type == .uint8 ? q.scales.count == 1 : q.zeroPoints.allSatisfy({ $0 == 0 }) else { return nil }
+        // The field is read in groups of 4 bytes.
+        guard isAvailable, let field = ctx.eightBitConvolutionField, (field + 3) / 4 * 4 <= maximumFieldLength else { return nil }
         return try VNNIConvolution(ctx, pool: pool, options: options)
     }
 
