@@ -15,6 +15,12 @@ int spotter_warp_affine_available(void) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+/// AVX-512 with VBMI's byte permutes, for the rows of axis-aligned maps.
+static int has_vbmi(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+}
+
 typedef struct {
     const uint8_t* src;
     int32_t width, height, stride, channels;
@@ -62,9 +68,10 @@ static TARGET __m256i blend(__m256i g00, __m256i g01, __m256i g10, __m256i g11, 
     return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), byte);
 }
 
-TARGET void spotter_warp_affine_u8(const uint8_t* src, size_t src_count, int32_t width, int32_t height, int32_t stride,
-                                   int32_t channels, const spotter_warp_map* map, uint8_t fill,
-                                   uint8_t* dst, int32_t dst_width, int32_t dst_height) {
+/// Any map: eight pixels a step, their neighbours gathered.
+TARGET static void warp_gathering(const uint8_t* src, size_t src_count, int32_t width, int32_t height, int32_t stride,
+                                  int32_t channels, const spotter_warp_map* map, uint8_t fill,
+                                  uint8_t* dst, int32_t dst_width, int32_t dst_height) {
     const source s = {src, width, height, stride, channels, fill};
     const int32_t ch = channels;
     // A lane is gathered when its four neighbours are inside and each 4-byte read at the
@@ -122,5 +129,102 @@ TARGET void spotter_warp_affine_u8(const uint8_t* src, size_t src_count, int32_t
         for (; x < dst_width; x++) {
             warp_pixel(&s, fmaf(map->m0, (float)x, row_x), fmaf(map->m3, (float)x, row_y), out + (size_t)x * (size_t)ch);
         }
+    }
+}
+
+#define TARGET_VBMI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vbmi")))
+/// Widest destination the axis-aligned path takes (its column tables live on the stack).
+#define MAX_COLUMNS 2048
+
+/// 16 bytes `index` of `bytes` (64 of them) as floats.
+TARGET_VBMI static inline __m512 pick(__m512i bytes, __m128i index) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_permutexvar_epi8(_mm512_castsi128_si512(index), bytes))));
+}
+
+/// RGB24 under a map without rotation or shear (b = c = 0, the face pipeline's region): a source
+/// column per destination column and a source row per destination row, the same for the whole
+/// picture. Sixteen pixels whose neighbours span at most 64 bytes of a row are read with one
+/// (masked) load per row and arranged with byte permutes instead of gathers; every other pixel
+/// takes warp_pixel. The positions and the blend are warp_gathering's, so are the bytes.
+TARGET_VBMI static void warp_rows_rgb(const uint8_t* src, int32_t width, int32_t height, int32_t stride,
+                                      const spotter_warp_map* map, uint8_t fill, uint8_t* dst, int32_t dst_width, int32_t dst_height) {
+    const source s = {src, width, height, stride, 3, fill};
+    const float row_x = (float)((double)0 * map->b + map->tx);
+    float sx[MAX_COLUMNS], alpha[MAX_COLUMNS];
+    int32_t ix[MAX_COLUMNS];
+    for (int32_t x = 0; x < dst_width; x++) {
+        sx[x] = fmaf(map->m0, (float)x, row_x);
+        const int near = fabsf(sx[x]) < 1e9f;
+        const float fx = near ? floorf(sx[x]) : 0;
+        ix[x] = (int32_t)fx;
+        alpha[x] = sx[x] - fx;
+        if (!near) ix[x] = -2;  // never inside
+    }
+    // Groups of 16 columns whose neighbours all lie inside the picture and span at most 64 bytes.
+    const int32_t groups = dst_width / 16;
+    int32_t first[MAX_COLUMNS / 16];
+    __m128i offsets[MAX_COLUMNS / 16];
+    for (int32_t g = 0; g < groups; g++) {
+        int32_t lo = ix[16 * g], hi = lo;
+        for (int k = 1; k < 16; k++) { lo = ix[16 * g + k] < lo ? ix[16 * g + k] : lo; hi = ix[16 * g + k] > hi ? ix[16 * g + k] : hi; }
+        first[g] = lo >= 0 && hi <= width - 2 && (hi - lo) * 3 + 6 <= 64 ? lo : -1;
+        offsets[g] = _mm512_cvtepi32_epi8(_mm512_mullo_epi32(_mm512_sub_epi32(_mm512_loadu_si512(ix + 16 * g), _mm512_set1_epi32(lo)),
+                                                            _mm512_set1_epi32(3)));
+    }
+    // Byte k * 4 + c of 16 packed RGB0 words, for c < 3: 48 bytes of RGB24.
+    uint8_t pack_bytes[64] = {0};
+    for (int k = 0; k < 16; k++) for (int c = 0; c < 3; c++) pack_bytes[3 * k + c] = (uint8_t)(4 * k + c);
+    const __m512i pack = _mm512_loadu_si512(pack_bytes);
+    const __m512i zero = _mm512_setzero_si512(), top_value = _mm512_set1_epi32(255);
+    for (int32_t y = 0; y < dst_height; y++) {
+        const float row_y = (float)((double)y * map->d + map->ty);
+        // Column positions are those of row 0 (b = 0); the row position is one for the whole row
+        // (c = 0: fma(0, x, row_y) is row_y).
+        const float sy = fmaf(map->m3, 0.0f, row_y);
+        uint8_t* out = dst + (size_t)y * (size_t)dst_width * 3;
+        const int near = fabsf(sy) < 1e9f;
+        const float fy = near ? floorf(sy) : 0;
+        const int32_t iy = (int32_t)fy;
+        const int rows_inside = near && iy >= 0 && iy < height - 1;
+        const __m512 beta = _mm512_set1_ps(sy - fy);
+        int32_t x = 0;
+        for (int32_t g = 0; g < groups; g++) {
+            if (!rows_inside || first[g] < 0) continue;
+            // Pixels before this group (an edge, or a group that did not qualify) one at a time.
+            for (; x < 16 * g; x++) warp_pixel(&s, sx[x], sy, out + 3 * (size_t)x);
+            const uint8_t* top = src + (size_t)iy * (size_t)stride + (size_t)first[g] * 3;
+            // Only the bytes the group reads: (hi - lo) * 3 + 6 of them, at most 64.
+            int32_t hi = first[g];
+            for (int k = 0; k < 16; k++) hi = ix[16 * g + k] > hi ? ix[16 * g + k] : hi;
+            const int32_t bytes = (hi - first[g]) * 3 + 6;
+            const __mmask64 m = bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << bytes) - 1);
+            const __m512i t = _mm512_maskz_loadu_epi8(m, top), b = _mm512_maskz_loadu_epi8(m, top + stride);
+            const __m512 a = _mm512_loadu_ps(alpha + 16 * g);
+            __m512i rgb = zero;
+            for (int c = 0; c < 3; c++) {
+                const __m128i left = _mm_add_epi8(offsets[g], _mm_set1_epi8((char)c)), right = _mm_add_epi8(offsets[g], _mm_set1_epi8((char)(3 + c)));
+                const __m512 p00 = pick(t, left), p01 = pick(t, right), p10 = pick(b, left), p11 = pick(b, right);
+                const __m512 upper = _mm512_fmadd_ps(a, _mm512_sub_ps(p01, p00), p00);
+                const __m512 lower = _mm512_fmadd_ps(a, _mm512_sub_ps(p11, p10), p10);
+                __m512i v = _mm512_cvtps_epi32(_mm512_fmadd_ps(beta, _mm512_sub_ps(lower, upper), upper));
+                v = _mm512_min_epi32(_mm512_max_epi32(v, zero), top_value);
+                rgb = _mm512_or_si512(rgb, _mm512_slli_epi32(v, 8 * c));
+            }
+            _mm512_mask_storeu_epi8(out + 3 * (size_t)x, (((__mmask64)1 << 48) - 1), _mm512_permutexvar_epi8(pack, rgb));
+            x += 16;
+        }
+        for (; x < dst_width; x++) warp_pixel(&s, sx[x], sy, out + 3 * (size_t)x);
+    }
+}
+
+void spotter_warp_affine_u8(const uint8_t* src, size_t src_count, int32_t width, int32_t height, int32_t stride,
+                            int32_t channels, const spotter_warp_map* map, uint8_t fill,
+                            uint8_t* dst, int32_t dst_width, int32_t dst_height, int gather_only) {
+    static int vbmi = -1;
+    if (vbmi < 0) vbmi = has_vbmi();
+    if (vbmi && !gather_only && channels == 3 && map->m3 == 0 && map->b == 0 && dst_width <= MAX_COLUMNS) {
+        warp_rows_rgb(src, width, height, stride, map, fill, dst, dst_width, dst_height);
+    } else {
+        warp_gathering(src, src_count, width, height, stride, channels, map, fill, dst, dst_width, dst_height);
     }
 }

@@ -7,29 +7,39 @@ extension Image {
     /// source at the inverse map's position, in float32 with fused multiply-adds, bilinearly, rounded
     /// half to even. Neighbours outside the source read `fill`. RGB24 or GRAY8 only.
     public func warpedAffine(_ map: AffineMap, to size: Size, fill: UInt8 = 0) -> Image {
-        warpedAffine(map, to: size, fill: fill, portable: false)
+        warpedAffine(map, to: size, fill: fill, path: .fastest)
+    }
+
+    /// Which of the warp's implementations runs (tests compare them).
+    package enum WarpPath {
+        /// The kernel's fastest path for the map and CPU, else the portable Swift warp.
+        case fastest
+        /// The kernel, gathering every pixel's neighbours (no row path for axis-aligned maps).
+        case gathering
+        /// The portable Swift warp.
+        case portable
     }
 
     /// Whether this machine runs the warp's AVX2 kernel (else the portable Swift one).
     package static let warpHasKernel = spotter_warp_affine_available() != 0
 
-    /// `warpedAffine`, on the portable Swift path when `portable` (tests compare the two). The
-    /// portable path emulates each fused multiply-add in double, which rounds twice: it can differ
-    /// from a true fused multiply-add (OpenCV's, the kernel's) in rare ties.
-    package func warpedAffine(_ map: AffineMap, to size: Size, fill: UInt8, portable: Bool) -> Image {
+    /// `warpedAffine` on the given path. The portable path emulates each fused multiply-add in
+    /// double, which rounds twice: it can differ from a true fused multiply-add (OpenCV's, the
+    /// kernel's) in rare ties.
+    package func warpedAffine(_ map: AffineMap, to size: Size, fill: UInt8, path: WarpPath) -> Image {
         precondition(format == .rgb24 || format == .gray8, "warp RGB24 or GRAY8 pictures; convert \(format) first")
         // The inverse as OpenCV computes it (in double, multiplying by 1/determinant).
         let r = 1 / (map.a * map.d - map.b * map.c)
         let ia = map.d * r, ib = -map.b * r, ic = -map.c * r, id = map.a * r
         let itx = -ia * map.tx - ib * map.ty, ity = -ic * map.tx - id * map.ty
-        if !portable, Self.warpHasKernel, data.count < Int(Int32.max), size.width < Int(Int32.max) / 4 {
+        if path != .portable, Self.warpHasKernel, data.count < Int(Int32.max), size.width < Int(Int32.max) / 4 {
             var out = Image(width: size.width, height: size.height, format: format)
             var inverse = spotter_warp_map(m0: Float(ia), m3: Float(ic), b: ib, d: id, tx: itx, ty: ity)
             out.data.withUnsafeMutableBufferPointer { dst in
                 data.withUnsafeBufferPointer { src in
                     spotter_warp_affine_u8(src.baseAddress, src.count, Int32(width), Int32(height), Int32(strides[0]),
                                            Int32(format.bytesPerPixel), &inverse, fill, dst.baseAddress,
-                                           Int32(size.width), Int32(size.height))
+                                           Int32(size.width), Int32(size.height), path == .gathering ? 1 : 0)
                 }
             }
             return out

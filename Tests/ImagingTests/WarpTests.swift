@@ -57,7 +57,7 @@ import Testing
 
     /// Rotations, scales and shifts that reach past every edge, onto odd output sizes.
     static let sweepMaps: [AffineMap] = [0.0, 0.4, 1.3, 2.9, -0.7].flatMap { angle in
-        [0.37, 1.0, 2.6].map { scale in
+        [0.37, 1.0, 1.13, 2.6, -1.2].map { scale in
             AffineMap(a: scale * cos(angle), b: -scale * sin(angle), c: scale * sin(angle), d: scale * cos(angle),
                       tx: 3.3 - 2 * scale, ty: -1.7 + scale)
         }
@@ -71,9 +71,12 @@ import Testing
             for padding in [0, 1, 13] {
                 let source = try Self.picture(width: width, height: height, format: format, padding: padding)
                 for map in Self.sweepMaps {
-                    for size in [Size(width: 1, height: 1), Size(width: 7, height: 3), Size(width: 8, height: 8), Size(width: 37, height: 29)] {
-                        let kernel = source.warpedAffine(map, to: size, fill: 77, portable: false)
-                        let portable = source.warpedAffine(map, to: size, fill: 77, portable: true)
+                    for size in [Size(width: 1, height: 1), Size(width: 7, height: 3), Size(width: 8, height: 8), Size(width: 37, height: 29),
+                                 Size(width: 70, height: 9)] {
+                        let kernel = source.warpedAffine(map, to: size, fill: 77, path: .fastest)
+                        let portable = source.warpedAffine(map, to: size, fill: 77, path: .portable)
+                        // Rows of axis-aligned maps (AVX-512 VBMI) give the gathering path's bytes.
+                        #expect(kernel.data == source.warpedAffine(map, to: size, fill: 77, path: .gathering).data)
                         let gaps = zip(kernel.data, portable.data).map { abs(Int($0) - Int($1)) }
                         #expect(gaps.max()! <= 1, "\(width)x\(height) \(format) padding \(padding) \(map) to \(size)")
                         compared += gaps.count

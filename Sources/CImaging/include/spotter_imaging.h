@@ -23,9 +23,11 @@ typedef struct {
 /// fma(beta, bottom - top, top) with top = fma(alpha, p01 - p00, p00), rounded half to even.
 /// Neighbours outside the source, and positions at or beyond 1e9 (or not a number), read `fill`.
 /// `src_count` is the number of readable bytes at `src` (below 2^31); `dst` is packed rows of
-/// dst_width * channels bytes.
+/// dst_width * channels bytes. Eight pixels a step with their neighbours gathered; for RGB24 under
+/// maps without rotation or shear (b = c = 0), on CPUs with AVX-512 VBMI, sixteen a step with one
+/// load per source row and byte permutes (the same bytes), unless `gather_only` (tests compare them).
 void spotter_warp_affine_u8(const uint8_t* src, size_t src_count, int32_t width, int32_t height, int32_t stride,
                             int32_t channels, const spotter_warp_map* map, uint8_t fill,
-                            uint8_t* dst, int32_t dst_width, int32_t dst_height);
+                            uint8_t* dst, int32_t dst_width, int32_t dst_height, int gather_only);
 
 #endif
