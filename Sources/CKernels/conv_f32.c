@@ -309,10 +309,16 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
         const float* rows[segments * MR];                                                                    \
         float border[c->dil_w == 1 ? MR * k : 1];                                                            \
         int32_t first, last;                                                                                 \
+        /* 1x1 layers read input rows directly: no call per tile. */                                         \
+        const int pointwise = is_pointwise(c);                                                               \
         spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);                          \
         for (int32_t p0 = first; p0 < last; p0 += MR) {                                                      \
             const int32_t count = last - p0 < MR ? last - p0 : MR;                                           \
-            gather_rows(c, t->input, p0, count, rows, border);                                               \
+            if (pointwise) {                                                                                 \
+                for (int m = 0; m < MR; m++) rows[m] = t->input + (size_t)(p0 + (m < count ? m : count - 1)) * c->in_c; \
+            } else {                                                                                         \
+                gather_rows(c, t->input, p0, count, rows, border);                                           \
+            }                                                                                                \
             float* out = t->output + (size_t)p0 * c->out_c;                                                  \
             for (int32_t n0 = 0; n0 < c->out_c;) {                                                           \
                 const float* block = c->packed + (size_t)n0 * (1 + k);                                       \
