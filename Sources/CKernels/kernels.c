@@ -278,3 +278,17 @@ __attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* in
         }
     }
 }
+
+__attribute__((target("avx512f"))) void spotter_padded_add_f32(const float* a, const float* x, float* y, size_t rows, size_t inner,
+                                                             size_t outer, float lo, float hi) {
+    const __m512 low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi), zero = _mm512_setzero_ps();
+    for (size_t r = 0; r < rows; r++, a += outer, x += inner, y += outer) {
+        for (size_t c = 0; c < outer; c += 16) {
+            const __mmask16 all = outer - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (outer - c)) - 1);
+            const __mmask16 summed = c >= inner ? 0 : inner - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (inner - c)) - 1);
+            // x's lanes past `inner` read as zero: conv + 0.
+            const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(all, a + c), summed ? _mm512_maskz_loadu_ps(summed, x + c) : zero);
+            _mm512_mask_storeu_ps(y + c, all, _mm512_min_ps(_mm512_max_ps(v, low), high));
+        }
+    }
+}

@@ -135,4 +135,9 @@ int spotter_has_avx512f(void);
 void spotter_softmax_q8_16rows(const void* input, void* output, size_t rows, size_t depth, int is_signed,
                                const float* table, float output_scale, int32_t output_zero, int32_t lo, int32_t hi);
 
+/// Rows of y = clamp(a + x) over the first `inner` of `outer` channels and clamp(a + 0) over the
+/// rest (ADD of a tensor and another zero-padded along its channels), with XNNPACK's clamp: the
+/// maximum with lo, then the minimum with hi. AVX-512F (spotter_has_avx512f).
+void spotter_padded_add_f32(const float* a, const float* x, float* y, size_t rows, size_t inner, size_t outer, float lo, float hi);
+
 #endif

@@ -1,3 +1,4 @@
+internal import CKernels
 import TFLiteFormat
 
 /// A float32 ADD of a tensor and another one zero-padded along its last axis (BlazeFace's residual
@@ -14,6 +15,9 @@ final class PaddedAdd: RowKernel {
     }
 
     var readsConstantInputs: Bool { false }
+
+    /// Whether the AVX-512 pass runs (else the Swift loop below).
+    private static let hasAVX512 = spotter_has_avx512f() != 0
 
     private let other, x, output: Int
     private let inner, outer: Int
@@ -63,6 +67,11 @@ final class PaddedAdd: RowKernel {
     func run(_ memory: TensorMemory, rows range: Range<Int>) {
         let a = memory.typed(other, Float.self), b = memory.typed(x, Float.self), out = memory.typed(output, Float.self)
         let (inner, outer, low, high) = (self.inner, self.outer, self.low, self.high)
+        if Self.hasAVX512 {
+            spotter_padded_add_f32(a + range.lowerBound * outer, b + range.lowerBound * inner, out + range.lowerBound * outer,
+                                   range.count, inner, outer, low, high)
+            return
+        }
         for row in range {
             let ar = a + row * outer, br = b + row * inner, o = out + row * outer
             // XNNPACK's clamp: the maximum with the low bound, then the minimum with the high one.
