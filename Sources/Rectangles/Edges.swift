@@ -240,26 +240,37 @@ struct EdgeMap {
     /// Non-maximum suppression across the edge, then hysteresis from strong pixels through weak ones.
     static func thinEdges(magnitude m: [Float], gx: [Float], gy: [Float], width w: Int, height h: Int) -> [UInt8] {
         var state = [UInt8](repeating: 0, count: w * h)   // 0 none, 1 weak, 2 strong
+        guard w >= 3 && h >= 3, m.count >= w * h, gx.count >= w * h, gy.count >= w * h else { return state }
         var stack: [Int] = []
-        guard w >= 3 && h >= 3 else { return state }
-        for y in 1..<(h - 1) {
-            for x in 1..<(w - 1) {
-                let i = y * w + x, v = m[i]
-                guard v >= lowThreshold else { continue }
-                let ax = abs(gx[i]), ay = abs(gy[i])
-                let step: Int
-                if ax > 2.414 * ay { step = 1 } else if ay > 2.414 * ax { step = w } else { step = (gx[i] * gy[i] > 0) ? w + 1 : w - 1 }
-                guard v > m[i - step] && v >= m[i + step] else { continue }
-                if v >= highThreshold { state[i] = 2; stack.append(i) } else { state[i] = 1 }
+        // Pixels 1...w-2 of rows 1...h-2 only, so every neighbour read below is inside the arrays.
+        m.withUnsafeBufferPointer { m in
+            gx.withUnsafeBufferPointer { gx in
+                gy.withUnsafeBufferPointer { gy in
+                    state.withUnsafeMutableBufferPointer { state in
+                        for y in 1..<(h - 1) {
+                            for x in 1..<(w - 1) {
+                                let i = y * w + x, v = m[i]
+                                guard v >= lowThreshold else { continue }
+                                let ax = abs(gx[i]), ay = abs(gy[i])
+                                let step: Int
+                                if ax > 2.414 * ay { step = 1 } else if ay > 2.414 * ax { step = w } else { step = (gx[i] * gy[i] > 0) ? w + 1 : w - 1 }
+                                guard v > m[i - step] && v >= m[i + step] else { continue }
+                                if v >= highThreshold { state[i] = 2; stack.append(i) } else { state[i] = 1 }
+                            }
+                        }
+                        // Hysteresis: only inner pixels are ever marked, so their neighbours are inside.
+                        let neighbours = [-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1]
+                        while let i = stack.popLast() {
+                            for step in neighbours {
+                                let j = i + step
+                                if state[j] == 1 { state[j] = 2; stack.append(j) }
+                            }
+                        }
+                        for i in 0..<state.count { state[i] = state[i] == 2 ? 1 : 0 }
+                    }
+                }
             }
         }
-        let neighbours = [-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1]
-        while let i = stack.popLast() {
-            for step in neighbours {
-                let j = i + step
-                if state[j] == 1 { state[j] = 2; stack.append(j) }
-            }
-        }
-        return state.map { $0 == 2 ? 1 : 0 }
+        return state
     }
 }
