@@ -18,7 +18,7 @@ final class GlobalDepthwise: Kernel {
     /// dilation, depth multiplier 1) with float32 activations and constant weights.
     static func make(_ ctx: PrepareContext, options: Conv2DOptions) throws -> GlobalDepthwise? {
         let input = ctx.input(0), filter = ctx.input(1), inShape = ctx.shape(input), fShape = ctx.shape(filter)
-        guard ctx.type(input) == .float32, ctx.type(ctx.output(0)) == .float32,
+        guard ctx.type(input) == .float32, !ctx.isConstant(input), ctx.type(ctx.output(0)) == .float32,
               ctx.type(filter) == .float32 || ctx.isHybrid(input: input, weights: filter), ctx.isConstant(filter),
               inShape.count == 4, fShape.count == 4, fShape[3] == inShape[3], fShape[1] == inShape[1], fShape[2] == inShape[2],
               options.dilationHeight == 1, options.dilationWidth == 1,

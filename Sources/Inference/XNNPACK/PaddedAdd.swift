@@ -29,7 +29,8 @@ final class PaddedAdd: RowKernel {
     /// nothing); nil otherwise.
     static func claim(_ ctx: PrepareContext) throws -> Kernel? {
         let op = ctx.op!, graph = ctx.graph
-        guard op.code.builtin == .pad, op.inputs.count == 2, ctx.type(op.inputs[0]) == .float32,
+        // Both addends are read from the arena (a constant one would not be kept for this kernel).
+        guard op.code.builtin == .pad, op.inputs.count == 2, ctx.type(op.inputs[0]) == .float32, !ctx.isConstant(op.inputs[0]),
               ctx.isConstant(op.inputs[1]), !graph.outputs.contains(op.outputs[0]) else { return nil }
         let x = op.inputs[0], padded = op.outputs[0], shape = ctx.shape(x)
         guard let channels = shape.last, channels > 0, !shape.isEmpty else { return nil }
@@ -42,7 +43,7 @@ final class PaddedAdd: RowKernel {
               add.inputs[0] != add.inputs[1], case .add = add.options, ctx.type(add.outputs[0]) == .float32 else { return nil }
         let widened = Array(shape.dropLast()) + [channels + after]
         let other = add.inputs[0] == padded ? add.inputs[1] : add.inputs[0]
-        guard ctx.type(other) == .float32, ctx.shape(other) == widened else { return nil }
+        guard ctx.type(other) == .float32, !ctx.isConstant(other), ctx.shape(other) == widened else { return nil }
         try ctx.setShape(padded, widened)
         // The padded tensor is never written; sharing x's storage keeps x alive until the ADD reads it.
         ctx.alias(output: padded, to: x)
