@@ -686,6 +686,25 @@ def fast_path_cases():
          [(Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions,
            options("DepthwiseConv2DOptions", Padding=Padding.VALID, StrideW=1, StrideH=1, DepthMultiplier=1,
                    FusedActivationFunction=Act.RELU6), None)])
+    # A float convolution followed by the PReLU pattern (MobileFaceNet): the fast path applies the
+    # PReLU in the convolution's tiles. 40 channels (two blocks of 16 and one of 8), RELU6 at the ADD.
+    shape, cout = [1, 9, 11, 6], 40
+    conv_out = [1, 9, 11, cout]
+    filt = T([cout, 3, 3, 6], TT.FLOAT32, data=rng.normal(0, 0.3, [cout, 3, 3, 6]).astype(np.float32))
+    bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.3, [cout]).astype(np.float32))
+    alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
+    half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
+    tensors = [T(shape, TT.FLOAT32), filt, bias, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32),
+               alpha, T(conv_out, TT.FLOAT32), half, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32)]
+    save("conv_then_prelu_pattern_float32", tensors, [0], [11], [
+        (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
+         options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None),
+        (Op.ABS, None, [3], [4], 0, None, None),
+        (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
+        (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
+        (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
+        (Op.RELU, None, [3], [10], 0, None, None),
+        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions", FusedActivationFunction=Act.RELU6), None)])
     # BlazeFace's widening residual: ADD(y, PAD(x) with zero channels appended), then a RELU; x is
     # also read by an operator between the PAD and the ADD (its storage must outlive the PAD).
     x, y = [1, 12, 10, 20], [1, 12, 10, 28]
