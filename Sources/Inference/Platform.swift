@@ -35,8 +35,11 @@ public enum Processors {
 /// Process-wide memory settings.
 public enum HeapTuning {
     /// Keeps long runs from growing by fragmentation (glibc): two heaps serve all threads, and
-    /// every 30 s the free pages inside them go back to the system. Call once at start-up.
-    public static func keepCompact() {
+    /// every 30 s the free pages inside them go back to the system. Call at start-up; later calls
+    /// do nothing (one trimming thread per process).
+    public static func keepCompact() { _ = started }
+
+    private static let started: Void = {
         spotter_keep_heap_compact()
         let trimmer = Thread {
             while true {
@@ -46,5 +49,5 @@ public enum HeapTuning {
         }
         trimmer.name = "spotter.heap-trim"
         trimmer.start()
-    }
+    }()
 }
