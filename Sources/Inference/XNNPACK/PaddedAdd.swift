@@ -6,12 +6,10 @@ import TFLiteFormat
 /// first channels are sums, the rest `conv + 0`, each clamped by the ADD's activation as XNNPACK
 /// clamps. The PAD, whose output only this ADD reads, does nothing.
 final class PaddedAdd: RowKernel {
-    /// A PAD that only appends zero channels, and the ADD that alone reads it.
+    /// The input and output of a PAD that only appends zero channels (kept by the index of the
+    /// ADD that alone reads it).
     struct Pattern {
-        let pad: Int
-        /// The PAD's input and output.
         let x: Int, padded: Int
-        let add: Int
     }
 
     var readsConstantInputs: Bool { false }
@@ -47,7 +45,7 @@ final class PaddedAdd: RowKernel {
         try ctx.setShape(padded, widened)
         // The padded tensor is never written; sharing x's storage keeps x alive until the ADD reads it.
         ctx.alias(output: padded, to: x)
-        ctx.paddedAdds[add.index] = Pattern(pad: op.index, x: x, padded: padded, add: add.index)
+        ctx.paddedAdds[add.index] = Pattern(x: x, padded: padded)
         return Absorbed()
     }
 
