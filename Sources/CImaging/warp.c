@@ -163,11 +163,14 @@ TARGET_VBMI static void warp_rows_rgb(const uint8_t* src, int32_t width, int32_t
     // Groups of 16 columns whose neighbours all lie inside the picture and span at most 64 bytes.
     const int32_t groups = dst_width / 16;
     int32_t first[MAX_COLUMNS / 16];
+    __mmask64 reads[MAX_COLUMNS / 16];  // the bytes of a row the group reads: (hi - lo) * 3 + 6
     __m128i offsets[MAX_COLUMNS / 16];
     for (int32_t g = 0; g < groups; g++) {
         int32_t lo = ix[16 * g], hi = lo;
         for (int k = 1; k < 16; k++) { lo = ix[16 * g + k] < lo ? ix[16 * g + k] : lo; hi = ix[16 * g + k] > hi ? ix[16 * g + k] : hi; }
-        first[g] = lo >= 0 && hi <= width - 2 && (hi - lo) * 3 + 6 <= 64 ? lo : -1;
+        const int32_t bytes = (hi - lo) * 3 + 6;
+        first[g] = lo >= 0 && hi <= width - 2 && bytes <= 64 ? lo : -1;
+        reads[g] = bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (bytes > 0 ? bytes : 0)) - 1);
         offsets[g] = _mm512_cvtepi32_epi8(_mm512_mullo_epi32(_mm512_sub_epi32(_mm512_loadu_si512(ix + 16 * g), _mm512_set1_epi32(lo)),
                                                             _mm512_set1_epi32(3)));
     }
@@ -193,12 +196,7 @@ TARGET_VBMI static void warp_rows_rgb(const uint8_t* src, int32_t width, int32_t
             // Pixels before this group (an edge, or a group that did not qualify) one at a time.
             for (; x < 16 * g; x++) warp_pixel(&s, sx[x], sy, out + 3 * (size_t)x);
             const uint8_t* top = src + (size_t)iy * (size_t)stride + (size_t)first[g] * 3;
-            // Only the bytes the group reads: (hi - lo) * 3 + 6 of them, at most 64.
-            int32_t hi = first[g];
-            for (int k = 0; k < 16; k++) hi = ix[16 * g + k] > hi ? ix[16 * g + k] : hi;
-            const int32_t bytes = (hi - first[g]) * 3 + 6;
-            const __mmask64 m = bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << bytes) - 1);
-            const __m512i t = _mm512_maskz_loadu_epi8(m, top), b = _mm512_maskz_loadu_epi8(m, top + stride);
+            const __m512i t = _mm512_maskz_loadu_epi8(reads[g], top), b = _mm512_maskz_loadu_epi8(reads[g], top + stride);
             const __m512 a = _mm512_loadu_ps(alpha + 16 * g);
             __m512i rgb = zero;
             for (int c = 0; c < 3; c++) {
@@ -220,9 +218,7 @@ TARGET_VBMI static void warp_rows_rgb(const uint8_t* src, int32_t width, int32_t
 void spotter_warp_affine_u8(const uint8_t* src, size_t src_count, int32_t width, int32_t height, int32_t stride,
                             int32_t channels, const spotter_warp_map* map, uint8_t fill,
                             uint8_t* dst, int32_t dst_width, int32_t dst_height, int gather_only) {
-    static int vbmi = -1;
-    if (vbmi < 0) vbmi = has_vbmi();
-    if (vbmi && !gather_only && channels == 3 && map->m3 == 0 && map->b == 0 && dst_width <= MAX_COLUMNS) {
+    if (!gather_only && has_vbmi() && channels == 3 && map->m3 == 0 && map->b == 0 && dst_width <= MAX_COLUMNS) {
         warp_rows_rgb(src, width, height, stride, map, fill, dst, dst_width, dst_height);
     } else {
         warp_gathering(src, src_count, width, height, stride, channels, map, fill, dst, dst_width, dst_height);
