@@ -5,8 +5,9 @@
    pace (as a camera delivers it), detecting every class, not recording. N grows until a source
    drops a frame or falls under 9.5 fps over the measured window; the largest N with every frame
    detected is the figure (the issue's goal: 16 on 2 cores).
-2. Viewers are cheap: one source watched by 1, then 20 viewers, each reading the event stream and
-   fetching every frame's JPEG as the live page does; the server's CPU time per second in both.
+2. Viewers are cheap: one source watched by 1, then 20 viewers, each reading the source's live
+   stream (every frame's detections and JPEG) as the live page does; the server's CPU time per
+   second in both.
 
 No Python peer runs here: the reference pipeline has no multi-source server to compare with.
 
@@ -21,7 +22,6 @@ Usage (run by scripts/bench.sh --sources):
 """
 import argparse
 import datetime
-import http.client
 import http.server
 import json
 import os
@@ -94,31 +94,25 @@ def sources_per_machine(base, seconds, largest):
 
 
 class Viewer(threading.Thread):
-    """Reads the event stream and fetches each frame's JPEG, one at a time, on one kept-alive
-    connection as a browser does."""
+    """Reads a source's live stream as the live page does: one line of detection JSON per frame,
+    followed by the frame's JPEG."""
 
     def __init__(self, base, source, stop):
         super().__init__(daemon=True)
         self.base, self.source, self.stop, self.frames = base, source, stop, 0
 
     def run(self):
-        stream = urllib.request.urlopen(f"{self.base}/api/v1/events?source={self.source}&types=detection", timeout=30)
-        host, port = self.base.split("//")[1].split(":")
-        frames = http.client.HTTPConnection(host, int(port), timeout=10)
-        for raw in stream:
-            if self.stop.is_set():
+        stream = urllib.request.urlopen(f"{self.base}/api/v1/live?sources={self.source}&types=detection", timeout=30)
+        while not self.stop.is_set():
+            line = stream.readline()
+            if not line:
                 break
-            line = raw.decode().strip()
-            if line.startswith("data: "):
-                event = json.loads(line[6:])
-                try:
-                    frames.request("GET", event["image_url"])
-                    frames.getresponse().read()
-                    self.frames += 1
-                except (OSError, http.client.HTTPException):
-                    frames.close()
-                    frames = http.client.HTTPConnection(host, int(port), timeout=10)
-        frames.close()
+            event = json.loads(line)
+            if event.get("jpeg_bytes"):
+                jpeg = stream.read(event["jpeg_bytes"])
+                if jpeg[:3] != b"\xff\xd8\xff":
+                    raise RuntimeError(f"frame {event['frame']} is not a JPEG")
+                self.frames += 1
         stream.close()
 
 
@@ -232,6 +226,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--max", type=int, default=32)
     parser.add_argument("--load", type=float, help="minutes of the load run instead of the two benchmarks")
+    parser.add_argument("--viewers-only", action="store_true", help="only the viewers benchmark")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="spotter-bench-sources-")
     port = free_port()
@@ -258,9 +253,10 @@ def main():
             print(f"load: 4 sources recording, 20 viewers, album polling, a detect request a second, {args.load:g} minutes")
             load(base, args.load)
             return
-        print("sources per machine (every frame detected, none dropped):")
-        best = sources_per_machine(base, args.seconds, args.max)
-        print(f"  => {best} sources")
+        if not args.viewers_only:
+            print("sources per machine (every frame detected, none dropped):")
+            best = sources_per_machine(base, args.seconds, args.max)
+            print(f"  => {best} sources")
         print("viewers of one source:")
         cost = viewers_cost(base, server.pid, args.seconds)
         extra = cost[20] / cost[1] - 1 if cost[1] > 0 else float("nan")

@@ -7,7 +7,8 @@ Records an album from the shared asl-walk.mkv with the built `spotter record`, s
 clip plays in a <video> (readyState >= 2, currentTime advances), that a seek to the middle works,
 and that deleting from the page removes the clip from the API. Then the live page of a source fed
 by the shared person video at real-time pace (boxes within 2 px of the detection JSON of the frame
-shown, recording indicator, decode-to-display latency), the demo-videos page (a download from a
+shown, recording indicator, decode-to-display latency), the live stream read outside the browser
+(JPEGs OpenCV decodes, a slow reader skipping frames), the demo-videos page (a download from a
 loopback server with its progress bar, processing, an upload), and SIGTERM while two sources record
 (every clip complete after a restart). Writes screenshots to ARTIFACTS (default .build/artifacts).
 Prints one line per check and `N passed, M failed`.
@@ -15,6 +16,7 @@ Prints one line per check and `N passed, M failed`.
 Usage: check_server.py SPOTTER_BINARY [--artifacts DIR]
 """
 import argparse
+import http.client
 import json
 import os
 import shutil
@@ -26,6 +28,8 @@ import time
 import urllib.parse
 import urllib.request
 
+import cv2
+import numpy as np
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -120,6 +124,7 @@ def main():
         check("Delete on the page removes the clip from the index", clips == [], clips)
 
         live_view(driver, base, args.artifacts)
+        live_stream(base)
         demo_videos(driver, base, args.artifacts)
     except Exception as error:  # a browser or server failure is a failed check, with what it said
         check("browser session", False, f"{type(error).__name__}: {error}")
@@ -194,6 +199,60 @@ def live_view(driver, base, artifacts):
     api(base, f"/api/v1/sources/{source['id']}", method="DELETE")
     clips = api(base, "/api/v1/album?source=" + urllib.parse.quote(LIVE_VIDEO))["clips"]
     check("removing the source finishes its open clip into the album", len(clips) >= 1 and not any(c["incomplete"] for c in clips), clips)
+
+
+def live_stream(base):
+    """GET /api/v1/live read outside the browser: every detection line is followed by a JPEG that
+    OpenCV decodes to the frame's size, the same bytes as that frame's own URL; a reader slower
+    than the source skips frames and stays a bounded time behind instead of falling further back."""
+    source = api(base, "/api/v1/sources", {"input": LIVE_VIDEO, "realtime": True, "loop": True, "record": False})["id"]
+    host, port = base.split("//")[1].split(":")
+
+    def open_stream(receive_buffer=None):
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        connection.connect()
+        if receive_buffer:
+            connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        connection.request("GET", f"/api/v1/live?sources={source}&types=detection")
+        return connection, connection.getresponse()
+
+    def next_frame(stream):
+        while True:
+            event = json.loads(stream.readline())
+            if event.get("jpeg_bytes"):
+                return event, stream.read(event["jpeg_bytes"])
+
+    connection, stream = open_stream()
+    check("the live stream answers 200 with its media type",
+          stream.status == 200 and stream.getheader("Content-Type") == "application/vnd.spotter.live", stream.getheaders())
+    frames, same, sized = [], 0, 0
+    for _ in range(20):
+        event, jpeg = next_frame(stream)
+        frames.append(event["frame"])
+        picture = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+        sized += picture is not None and picture.shape[:2] == (event["height"], event["width"])
+        try:
+            same += urllib.request.urlopen(base + event["image_url"], timeout=10).read() == jpeg
+        except urllib.error.HTTPError:
+            pass  # only the last few frames stay available by URL
+    connection.close()
+    check("every streamed frame is a JPEG that OpenCV decodes to the frame's size", sized == 20, f"{sized} of 20")
+    check("frames arrive in order, as the same bytes as their URLs",
+          frames == sorted(set(frames)) and same >= 15, f"frames {frames}, {same} of 20 equal")
+
+    connection, stream = open_stream(receive_buffer=32768)
+    seen = []
+    started = time.time()
+    while time.time() - started < 12:
+        event, _ = next_frame(stream)
+        seen.append((event["frame"], time.time() * 1000 - event["decoded_at"]))
+        time.sleep(0.5)  # a reader at 2 frames a second, against a 10 fps source
+    connection.close()
+    gaps = [b[0] - a[0] for a, b in zip(seen, seen[1:])]
+    last = seen[-1][1]
+    print(f"      slow reader: {len(seen)} frames in 12 s, largest gap {max(gaps)} frames, last frame {last:.0f} ms old")
+    check("a slow reader skips frames and stays under 5 s behind", max(gaps) >= 5 and last < 5000, seen)
+    api(base, f"/api/v1/sources/{source}", method="DELETE")
 
 
 def demo_videos(driver, base, artifacts):

@@ -4,18 +4,22 @@ import Hummingbird
 import Imaging
 import Logging
 import Media
+import NIOCore
 import Pipeline
 import ServiceLifecycle
 
 /// The request context of Spotter's server: Hummingbird's core storage.
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The request's connection (the live stream bounds what waits in its buffers).
+    let channel: any Channel
     /// The body limit of Hummingbird's own decoding (64 KiB, the size of the JSON bodies); the
     /// routes that take pictures collect their bodies up to the configuration's own limits.
     public var maxUploadSize: Int { 64 << 10 }
 
     public init(source: Source) {
         coreContext = .init(source: source)
+        channel = source.channel
     }
 }
 

@@ -1,29 +1,64 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import ServiceLifecycle
 
-/// The server's event stream: every event is serialized once and handed to each subscriber (the
-/// Server-Sent Events responses of `GET /api/v1/events`). A subscriber that reads too slowly loses
-/// its oldest undelivered events, never slows the sources.
+/// The server's event streams: every event is serialized once and handed to each subscriber, as
+/// Server-Sent Events (`GET /api/v1/events`) or as the live view's stream (`GET /api/v1/live`),
+/// which carries each detection with the JPEG of its frame. A subscriber that reads too slowly
+/// loses its oldest undelivered events and skips to the newest frame; it never slows the sources.
 final class EventHub: @unchecked Sendable {
-    /// One event as the SSE stream sends it.
+    /// One event as a subscriber's stream sends it.
     struct Message: Sendable {
         let type: String
         let source: String?
         /// The event's JSON object.
         let json: Data
-        /// The object as one Server-Sent Event.
-        let text: String
+        /// The frame a live-stream message shows, nil for every other message.
+        let frame: Int?
+        /// The bytes written to the subscriber's response.
+        let bytes: ByteBuffer
     }
 
-    /// A subscriber's stream and which events it wants.
-    private struct Subscriber {
-        let continuation: AsyncStream<Message>.Continuation
-        let source: String?
-        let types: Set<String>?
+    /// How a subscriber's response frames its events.
+    enum Format {
+        /// `event: TYPE` and `data: JSON` lines (`text/event-stream`).
+        case serverSentEvents
+        /// One line of JSON per event; a detection line has `jpeg_bytes`, and that many bytes of its
+        /// frame's JPEG follow the line.
+        case live
+    }
 
-        func wants(_ message: Message) -> Bool {
-            (source == nil || message.source == nil || message.source == source) && (types?.contains(message.type) ?? true)
+    /// A subscriber's stream, which events it wants and the newest frame sent to it per source.
+    private final class Subscriber: @unchecked Sendable {
+        let continuation: AsyncStream<Message>.Continuation
+        let sources: Set<String>?
+        let types: Set<String>?
+        let format: Format
+        // Guarded by `lock`.
+        private let lock = NSLock()
+        private var newest: [String: Int] = [:]
+
+        init(continuation: AsyncStream<Message>.Continuation, sources: Set<String>?, types: Set<String>?, format: Format) {
+            self.continuation = continuation
+            self.sources = sources
+            self.types = types
+            self.format = format
+        }
+
+        func wants(type: String, source: String?) -> Bool {
+            (sources == nil || source == nil || sources!.contains(source!)) && (types?.contains(type) ?? true)
+        }
+
+        func send(_ message: Message) {
+            if let frame = message.frame, let source = message.source { lock.withLock { newest[source] = frame } }
+            continuation.yield(message)
+        }
+
+        /// Whether a newer frame of the same source is already on its way.
+        func isStale(_ message: Message) -> Bool {
+            guard let frame = message.frame, let source = message.source else { return false }
+            return lock.withLock { (newest[source] ?? frame) > frame }
         }
     }
 
@@ -34,26 +69,72 @@ final class EventHub: @unchecked Sendable {
     /// Events a subscriber may have waiting; past that its oldest are dropped.
     static let backlog = 256
 
-    /// Sends `{"type": type, ...object}` to every subscriber that wants it.
-    func publish(_ type: String, source: String? = nil, _ object: [String: Any]) {
-        let all = lock.withLock { Array(subscribers.values) }
+    /// Sends `{"type": type, ...object}` to every subscriber that wants it. `frame` names the frame a
+    /// detection belongs to; live-stream subscribers get its JPEG from `jpeg`, asked at most once.
+    func publish(_ type: String, source: String? = nil, _ object: [String: Any], frame: Int? = nil, jpeg: (() -> ByteBuffer?)? = nil) {
+        let all = lock.withLock { subscribers.values.filter { $0.wants(type: type, source: source) } }
         guard !all.isEmpty else { return }
         var object = object
         object["type"] = type
         if let source { object["source"] = source }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        let message = Message(type: type, source: source, json: data, text: "event: \(type)\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
-        for subscriber in all where subscriber.wants(message) { subscriber.continuation.yield(message) }
+        let data = Self.serialize(object)
+        var serverSent: Message?
+        var live: Message?
+        for subscriber in all {
+            switch subscriber.format {
+            case .serverSentEvents:
+                if serverSent == nil {
+                    var bytes = ByteBuffer(string: "event: \(type)\ndata: ")
+                    bytes.writeBytes(data)
+                    bytes.writeString("\n\n")
+                    serverSent = Message(type: type, source: source, json: data, frame: nil, bytes: bytes)
+                }
+                subscriber.send(serverSent!)
+            case .live:
+                if live == nil { live = liveMessage(type, source: source, object: object, json: data, frame: frame, jpeg: jpeg) }
+                subscriber.send(live!)
+            }
+        }
     }
 
-    /// A stream of the events from now on that match `source` and `types` (nil: all), ending at
+    /// The live stream's form of an event: its JSON line, followed for a frame by the frame's JPEG.
+    private func liveMessage(_ type: String, source: String?, object: [String: Any], json: Data, frame: Int?,
+                             jpeg: (() -> ByteBuffer?)?) -> Message {
+        guard let frame, let picture = jpeg?() else {
+            var bytes = ByteBuffer(bytes: json)
+            bytes.writeString("\n")
+            return Message(type: type, source: source, json: json, frame: nil, bytes: bytes)
+        }
+        var object = object
+        object["jpeg_bytes"] = picture.readableBytes
+        let line = Self.serialize(object)
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(line.count + 1 + picture.readableBytes)
+        bytes.writeBytes(line)
+        bytes.writeString("\n")
+        bytes.writeImmutableBuffer(picture)
+        return Message(type: type, source: source, json: json, frame: frame, bytes: bytes)
+    }
+
+    private static func serialize(_ object: [String: Any]) -> Data {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    }
+
+    /// A stream of the events from now on of `sources` and `types` (nil: all), ending at
     /// ``finishAll()``; at most ``backlog`` wait for a slow reader.
-    func subscribe(source: String? = nil, types: Set<String>? = nil) -> (id: UUID, stream: AsyncStream<Message>) {
+    func subscribe(sources: Set<String>? = nil, types: Set<String>? = nil, format: Format = .serverSentEvents)
+        -> (id: UUID, stream: AsyncStream<Message>) {
+        subscribeWithStaleness(sources: sources, types: types, format: format).0
+    }
+
+    private func subscribeWithStaleness(sources: Set<String>?, types: Set<String>?, format: Format)
+        -> ((id: UUID, stream: AsyncStream<Message>), Subscriber) {
         let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingNewest(Self.backlog))
         let id = UUID()
+        let subscriber = Subscriber(continuation: continuation, sources: sources, types: types, format: format)
         let accepted = lock.withLock {
             if finished { return false }
-            subscribers[id] = Subscriber(continuation: continuation, source: source, types: types)
+            subscribers[id] = subscriber
             return true
         }
         if !accepted { continuation.finish() }
@@ -61,13 +142,7 @@ final class EventHub: @unchecked Sendable {
             guard let self else { return }
             _ = self.lock.withLock { self.subscribers.removeValue(forKey: id) }
         }
-        return (id, stream)
-    }
-
-    /// Sends a comment to one subscriber (keeps proxies from closing an idle stream).
-    func ping(_ id: UUID) {
-        let subscriber = lock.withLock { subscribers[id] }
-        subscriber?.continuation.yield(Message(type: "ping", source: nil, json: Data(), text: ": keep-alive\n\n"))
+        return ((id, stream), subscriber)
     }
 
     var subscriberCount: Int { lock.withLock { subscribers.count } }
@@ -81,24 +156,46 @@ final class EventHub: @unchecked Sendable {
         for subscriber in all { subscriber.continuation.finish() }
     }
 
-    /// `GET /api/v1/events?source=ID&types=a,b`: Server-Sent Events, one `event:`/`data:` pair per
-    /// event, a comment every 15 s to keep proxies from closing the connection, ending at shutdown.
-    func response(source: String?, types: Set<String>?) -> Response {
-        let (id, stream) = subscribe(source: source, types: types)
-        let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache", .init("X-Accel-Buffering")!: "no"]
-        return Response(status: .ok, headers: headers, body: .init { [self] writer in
-            let heartbeat = Task { [weak self] in
+    /// `GET /api/v1/events?source=ID&types=a,b` (Server-Sent Events) or `GET /api/v1/live?sources=a,b&types=a,b`
+    /// (the live stream): the events as they happen, a keep-alive every 15 s so that proxies keep
+    /// the connection open, ending at shutdown.
+    func response(sources: Set<String>?, types: Set<String>?, format: Format) -> Response {
+        let ((_, stream), subscriber) = subscribeWithStaleness(sources: sources, types: types, format: format)
+        let headers: HTTPFields = [
+            .contentType: format == .live ? Self.liveContentType : "text/event-stream", .cacheControl: "no-cache",
+            .init("X-Accel-Buffering")!: "no",
+        ]
+        let (opening, keepAlive) = format == .live
+            ? (ByteBuffer(string: "{\"type\":\"hello\"}\n"), ByteBuffer(string: "{\"type\":\"ping\"}\n"))
+            : (ByteBuffer(string: ": spotter events\n\n"), ByteBuffer(string: ": keep-alive\n\n"))
+        return Response(status: .ok, headers: headers, body: .init { writer in
+            let heartbeat = Task {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(15))
-                    self?.ping(id)
+                    if Task.isCancelled { break }
+                    subscriber.continuation.yield(Message(type: "ping", source: nil, json: Data(), frame: nil, bytes: keepAlive))
                 }
             }
             defer { heartbeat.cancel() }
-            try await writer.write(ByteBuffer(string: ": spotter events\n\n"))
-            for await message in stream.cancelOnGracefulShutdown() {
-                try await writer.write(ByteBuffer(string: message.text))
+            try await writer.write(opening)
+            for await message in stream.cancelOnGracefulShutdown() where !subscriber.isStale(message) {
+                try await writer.write(message.bytes)
             }
             try await writer.finish(nil)
         })
     }
+
+    /// Keeps at most about one frame waiting in a live stream's connection (in the server and in
+    /// the kernel's unsent bytes): when a reader or its network is slower than the source, the
+    /// stream's writes wait and the frames in between are skipped, instead of queueing seconds of
+    /// video in socket buffers.
+    static func keepLiveBuffersShort(_ channel: any Channel) async throws {
+        try await channel.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: 8 << 10, high: 16 << 10)).get()
+        #if os(Linux)
+        try await channel.setOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_NOTSENT_LOWAT)), value: 16 << 10).get()
+        #endif
+    }
+
+    /// The media type of `GET /api/v1/live`.
+    static let liveContentType = "application/vnd.spotter.live"
 }

@@ -241,7 +241,7 @@ final class LiveSource: @unchecked Sendable {
                     }
                     return object
                 },
-            ])
+            ], frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
         case .recorder:
             break
         }

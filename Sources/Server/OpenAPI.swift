@@ -90,6 +90,12 @@ enum OpenAPI {
                                parameter("types", "query", "string", "comma-separated event types to keep")],
                 "responses": ["200": response("an endless event stream", "text/event-stream"), "401": unauthorized],
             ]],
+            "/api/v1/live": ["get": [
+                "summary": "The live view's stream: one line of JSON per event (the same events as /api/v1/events); a detection line carries jpeg_bytes, and that many bytes of its frame's JPEG follow the line. A slow reader skips to the newest frame",
+                "parameters": [parameter("sources", "query", "string", "comma-separated source ids (default: every source)"),
+                               parameter("types", "query", "string", "comma-separated event types to keep")],
+                "responses": ["200": response("an endless stream", EventHub.liveContentType), "401": unauthorized],
+            ]],
             "/health": ["get": ["summary": "Liveness", "responses": ["200": response("the server is up")]]],
             "/api/v1/health": ["get": ["summary": "Liveness", "responses": ["200": response("the server is up")]]],
             "/api/v1/openapi.json": ["get": ["summary": "This document", "responses": ["200": response("OpenAPI 3.1")]]],

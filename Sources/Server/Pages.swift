@@ -122,9 +122,9 @@ enum Pages {
         </body></html>
         """
 
-    /// Every source (or `?source=ID` alone): the latest frame with the boxes of that very frame
-    /// drawn over it from the detection events, a recording indicator, fps, inference time, dropped
-    /// frames and the decode-to-display latency.
+    /// Every source (or `?source=ID` alone): the latest frame with the boxes of that very frame drawn
+    /// over it (both from one stream, `GET /api/v1/live`), a recording indicator, fps, inference
+    /// time, dropped frames and the decode-to-display latency.
     static let live = """
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><title>Spotter live</title>
@@ -197,15 +197,18 @@ enum Pages {
             c.overlay.append(box);
           }
         }
-        // One frame in flight per source: the newest event waits while a picture loads, older ones are skipped.
+        // One frame in flight per source: the newest frame waits while a picture loads, older ones are skipped.
         function pump(c) {
           if (c.loading || !c.pending) return;
-          const d = c.pending; c.pending = null; c.loading = true;
+          const { d, jpeg } = c.pending; c.pending = null; c.loading = true;
           const img = new Image();
           img.alt = c.img.alt;
+          const url = URL.createObjectURL(new Blob([jpeg], { type: "image/jpeg" }));
           img.onload = () => {
-            c.view.replaceChild(img, c.img);
+            const old = c.img;
+            c.view.replaceChild(img, old);
             c.img = img;
+            if (old.src.startsWith("blob:")) URL.revokeObjectURL(old.src);
             drawBoxes(c, d);
             window.spotter.shown[c.id] = d;
             requestAnimationFrame(() => {
@@ -217,8 +220,8 @@ enum Pages {
               pump(c);
             });
           };
-          img.onerror = () => { c.loading = false; pump(c); };
-          img.src = d.image_url;
+          img.onerror = () => { URL.revokeObjectURL(url); c.loading = false; pump(c); };
+          img.src = url;
         }
         function showStats(c, s) {
           c.stats.textContent = (s.fps ?? 0).toFixed(1) + " fps · " + (s.inference_ms ?? 0).toFixed(1) + " ms inference · "
@@ -242,18 +245,54 @@ enum Pages {
           for (const id of Object.keys(cards)) if (!seen.has(id)) { cards[id].root.remove(); delete cards[id]; }
           $("none").hidden = seen.size > 0;
         }
-        const events = new EventSource("/api/v1/events" + (only ? "?source=" + encodeURIComponent(only) : ""));
-        events.addEventListener("detection", (e) => {
-          const d = JSON.parse(e.data);
-          const c = cards[d.source];
-          if (c) { c.pending = d; pump(c); }
-        });
-        events.addEventListener("clip_started", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) c.rec.hidden = false; });
-        events.addEventListener("clip_finished", (e) => { const c = cards[JSON.parse(e.data).source]; if (c) { c.rec.hidden = true; refresh(); } });
-        for (const type of ["source_stats", "job_progress"]) {
-          events.addEventListener(type, (e) => { const s = JSON.parse(e.data); const c = cards[s.source]; if (c) showStats(c, s); });
+        function handle(e, jpeg) {
+          const c = cards[e.source];
+          if (e.type === "detection") { if (c && jpeg) { c.pending = { d: e, jpeg }; pump(c); } }
+          else if (e.type === "clip_started") { if (c) c.rec.hidden = false; }
+          else if (e.type === "clip_finished") { if (c) { c.rec.hidden = true; refresh(); } }
+          else if (e.type === "source_stats" || e.type === "job_progress") { if (c) showStats(c, e); }
+          else if (["source_state", "source_added", "source_removed"].includes(e.type)) refresh();
         }
-        for (const type of ["source_state", "source_added", "source_removed"]) events.addEventListener(type, () => refresh());
+        // One stream for the whole page (GET /api/v1/live): a line of JSON per event, and after each
+        // detection line the JPEG of its frame (jpeg_bytes long). Reconnects with backoff.
+        async function follow() {
+          const url = "/api/v1/live" + (only ? "?sources=" + encodeURIComponent(only) : "");
+          const text = new TextDecoder();
+          for (let delay = 500; ; delay = Math.min(delay * 2, 10000)) {
+            try {
+              const r = await fetch(url, { cache: "no-store" });
+              if (!r.ok) throw new Error("live stream: HTTP " + r.status);
+              const reader = r.body.getReader();
+              let buffer = new Uint8Array(0), waiting = null;
+              for (;;) {
+                const { value, done } = await reader.read();
+                if (done) break;
+                delay = 500;
+                const joined = new Uint8Array(buffer.length + value.length);
+                joined.set(buffer); joined.set(value, buffer.length);
+                buffer = joined;
+                let at = 0;
+                for (;;) {
+                  if (waiting) {
+                    if (buffer.length - at < waiting.jpeg_bytes) break;
+                    handle(waiting, buffer.slice(at, at + waiting.jpeg_bytes));
+                    at += waiting.jpeg_bytes; waiting = null;
+                    continue;
+                  }
+                  const end = buffer.indexOf(10, at);
+                  if (end < 0) break;
+                  const e = JSON.parse(text.decode(buffer.subarray(at, end)));
+                  at = end + 1;
+                  if (e.jpeg_bytes) waiting = e; else handle(e, null);
+                }
+                buffer = buffer.slice(at);
+              }
+            } catch (error) { console.warn(error); }
+            await new Promise((resume) => setTimeout(resume, delay));
+            refresh();
+          }
+        }
+        follow();
         $("add").onsubmit = async (e) => {
           e.preventDefault();
           $("error").textContent = "";

@@ -62,7 +62,13 @@ struct Routes: Sendable {
         router.get("/api/v1/events") { request, _ in
             let query = request.uri.queryParameters
             let types = query["types"].map { Set($0.split(separator: ",").map(String.init)) }
-            return sources.events.response(source: query["source"].map(String.init), types: types)
+            return sources.events.response(sources: query["source"].map { [String($0)] }, types: types, format: .serverSentEvents)
+        }
+        router.get("/api/v1/live") { request, context in
+            let query = request.uri.queryParameters
+            let list = { (name: String) in query[name[...]].map { Set($0.split(separator: ",").map(String.init)) } }
+            try? await EventHub.keepLiveBuffersShort(context.channel)
+            return sources.events.response(sources: list("sources"), types: list("types"), format: .live)
         }
         router.get("/api/v1/sources") { _, _ in jsonResponse(["sources": sources.list().map { $0.status() }]) }
         router.post("/api/v1/sources") { request, context in try await addSource(request, context) }

@@ -290,8 +290,9 @@ enum ServerFixtures {
                 let uri = path.replacingOccurrences(of: "{id}", with: "999999").replacingOccurrences(of: "{name}", with: clipName)
                 for (method, operation) in operations {
                     let responses = operation["responses"] as? [String: Any] ?? [:]
-                    // An endless event stream never completes a router test's response; the browser check reads it.
-                    if ((responses["200"] as? [String: Any])?["content"] as? [String: Any])?["text/event-stream"] != nil { continue }
+                    // An endless stream never completes a router test's response; check_server.py reads them.
+                    let content = ((responses["200"] as? [String: Any])?["content"] as? [String: Any]) ?? [:]
+                    if content["text/event-stream"] != nil || content["application/vnd.spotter.live"] != nil { continue }
                     let statuses = Set(responses.keys)
                     let httpMethod: HTTPRequest.Method = method == "post" ? .post : method == "delete" ? .delete : method == "head" ? .head : .get
                     let body = httpMethod == .post ? ByteBuffer(bytes: ServerFixtures.coffeePNG) : nil
