@@ -18,7 +18,7 @@ No Python peer runs here: the reference pipeline has no multi-source server to c
    latency and RSS over time.
 
 Usage (run by scripts/bench.sh --sources):
-  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--load MINUTES]
+  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--rounds 3] [--viewers-only] [--load MINUTES]
 """
 import argparse
 import datetime
@@ -116,27 +116,29 @@ class Viewer(threading.Thread):
         stream.close()
 
 
-def viewers_cost(base, pid, seconds):
+def viewers_cost(base, pid, seconds, rounds):
+    """Server CPU (share of a core) with 1 and with 20 viewers, alternated `rounds` times; medians."""
     source = api(base, "/api/v1/sources", {"input": VIDEO, "realtime": True, "loop": True, "record": False})["id"]
     time.sleep(3)
-    results = {}
-    for count in (1, 20):
-        stop = threading.Event()
-        viewers = [Viewer(base, source, stop) for _ in range(count)]
-        for v in viewers:
-            v.start()
-        time.sleep(2)
-        start_cpu, start = cpu_seconds(pid), time.time()
-        start_frames = sum(v.frames for v in viewers)
-        time.sleep(seconds)
-        cpu = (cpu_seconds(pid) - start_cpu) / (time.time() - start)
-        frames = (sum(v.frames for v in viewers) - start_frames) / seconds / count
-        stop.set()
-        results[count] = cpu
-        print(f"  {count:3d} viewer(s): server CPU {cpu * 100:5.1f}% of a core, {frames:4.1f} frames/s per viewer", flush=True)
-        time.sleep(1)
+    results = {1: [], 20: []}
+    for _ in range(rounds):
+        for count in (1, 20):
+            stop = threading.Event()
+            viewers = [Viewer(base, source, stop) for _ in range(count)]
+            for v in viewers:
+                v.start()
+            time.sleep(2)
+            start_cpu, start = cpu_seconds(pid), time.time()
+            start_frames = sum(v.frames for v in viewers)
+            time.sleep(seconds)
+            cpu = (cpu_seconds(pid) - start_cpu) / (time.time() - start)
+            frames = (sum(v.frames for v in viewers) - start_frames) / seconds / count
+            stop.set()
+            results[count].append(cpu)
+            print(f"  {count:3d} viewer(s): server CPU {cpu * 100:5.1f}% of a core, {frames:4.1f} frames/s per viewer", flush=True)
+            time.sleep(1)
     api(base, f"/api/v1/sources/{source}", method="DELETE")
-    return results
+    return {count: sorted(values)[len(values) // 2] for count, values in results.items()}
 
 
 def timed(call):
@@ -227,6 +229,7 @@ def main():
     parser.add_argument("--max", type=int, default=32)
     parser.add_argument("--load", type=float, help="minutes of the load run instead of the two benchmarks")
     parser.add_argument("--viewers-only", action="store_true", help="only the viewers benchmark")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of 1 then 20 viewers (medians)")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="spotter-bench-sources-")
     port = free_port()
@@ -258,9 +261,11 @@ def main():
             best = sources_per_machine(base, args.seconds, args.max)
             print(f"  => {best} sources")
         print("viewers of one source:")
-        cost = viewers_cost(base, server.pid, args.seconds)
+        cost = viewers_cost(base, server.pid, args.seconds, args.rounds)
         extra = cost[20] / cost[1] - 1 if cost[1] > 0 else float("nan")
-        print(f"  => 20 viewers cost {extra * 100:+.1f}% server CPU against 1 viewer")
+        per_frame = (cost[20] - cost[1]) / (19 * 10) * 1e6
+        print(f"  => 20 viewers cost {extra * 100:+.1f}% server CPU against 1 viewer (medians of {args.rounds} rounds; "
+              f"about {per_frame:.0f} us of CPU per frame per extra viewer)")
     finally:
         server.terminate()
         server.wait(timeout=30)
