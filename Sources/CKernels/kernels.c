@@ -26,40 +26,65 @@ TARGET static inline int32_t row_sum(const uint8_t* row, int32_t k) {
     return (int32_t)_mm512_reduce_add_epi64(total);
 }
 
+/// Copies `n` bytes (at most 64) with one masked load and store: no call, nothing read or written
+/// past the `n` bytes.
+TARGET static inline void copy_short(uint8_t* dst, const uint8_t* src, size_t n) {
+    const __mmask64 mask = n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+    _mm512_mask_storeu_epi8(dst, mask, _mm512_maskz_loadu_epi8(mask, src));
+}
+
+/// Sets `n` bytes (at most 64) to `value` with one masked store.
+TARGET static inline void fill_short(uint8_t* dst, uint8_t value, size_t n) {
+    const __mmask64 mask = n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+    _mm512_mask_storeu_epi8(dst, mask, _mm512_set1_epi8((char)value));
+}
+
+/// `n` bytes from `src`, or `value` when `src` is NULL; up to 64 bytes as one masked move (a first
+/// layer's 3x3 filter row on RGB is 9 bytes, which a call to memcpy cost more than copying).
+TARGET static inline void put(uint8_t* dst, const uint8_t* src, uint8_t value, size_t n) {
+    if (n <= 64) {
+        if (src) copy_short(dst, src, n); else fill_short(dst, value, n);
+    } else {
+        if (src) memcpy(dst, src, n); else memset(dst, value, n);
+    }
+}
+
 /// Writes im2col rows [row_begin, row_end) to `dst`: each output pixel's receptive field, x_zero in
 /// padding, zero in the k4 tail.
-static void im2col_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end, uint8_t* dst) {
+TARGET static void im2col_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end, uint8_t* dst) {
     const int32_t pixels = c->out_h * c->out_w;
+    const size_t field_row = (size_t)c->k_w * c->in_c, tail = (size_t)(c->k4 - c->k);
+    // Coordinates of the first row, then stepped row by row (no division per row).
+    int32_t b = row_begin / pixels, oy = (row_begin % pixels) / c->out_w, ox = row_begin % c->out_w;
     for (int32_t row = row_begin; row < row_end; row++) {
-        const int32_t b = row / pixels, oy = (row % pixels) / c->out_w, ox = row % c->out_w;
+        if (row > row_begin && ++ox == c->out_w) {
+            ox = 0;
+            if (++oy == c->out_h) { oy = 0; b++; }
+        }
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
-        const size_t field_row = (size_t)c->k_w * c->in_c;
         const int x_inside = c->dil_w == 1 && x0 >= 0 && x0 + c->k_w <= c->in_w;
         for (int32_t ky = 0; ky < c->k_h; ky++) {
             const int32_t y = y0 + ky * c->dil_h;
             if (y < 0 || y >= c->in_h) {
-                memset(dst, c->in_zero, field_row);
+                put(dst, NULL, c->in_zero, field_row);
                 dst += field_row;
                 continue;
             }
             if (x_inside) {
                 // The filter row's taps are consecutive pixels: one copy.
-                memcpy(dst, input + (((size_t)b * c->in_h + y) * c->in_w + x0) * c->in_c, field_row);
+                put(dst, input + (((size_t)b * c->in_h + y) * c->in_w + x0) * c->in_c, 0, field_row);
                 dst += field_row;
                 continue;
             }
             for (int32_t kx = 0; kx < c->k_w; kx++) {
                 const int32_t x = x0 + kx * c->dil_w;
-                if (y < 0 || y >= c->in_h || x < 0 || x >= c->in_w) {
-                    memset(dst, c->in_zero, (size_t)c->in_c);
-                } else {
-                    memcpy(dst, input + (((size_t)b * c->in_h + y) * c->in_w + x) * c->in_c, (size_t)c->in_c);
-                }
+                const uint8_t* src = x < 0 || x >= c->in_w ? NULL : input + (((size_t)b * c->in_h + y) * c->in_w + x) * c->in_c;
+                put(dst, src, c->in_zero, (size_t)c->in_c);
                 dst += c->in_c;
             }
         }
-        memset(dst, 0, (size_t)(c->k4 - c->k));
-        dst += c->k4 - c->k;
+        if (tail) fill_short(dst, 0, tail);
+        dst += tail;
     }
 }
 
@@ -78,6 +103,52 @@ typedef struct {
 static int32_t task_rows(int32_t k4) {
     int32_t rows = (int32_t)(SPOTTER_CONV_MAX_TASK_BYTES / k4) / MR * MR;
     return rows > MAX_ROWS_PER_TASK ? MAX_ROWS_PER_TASK : rows;
+}
+
+/// One block of 32 channels over a task's rows, MR rows a tile. `halves` (a constant in each
+/// instance) is 2, or 1 for a block whose channels end in its first 16: the second half's products
+/// are then not computed at all (a first layer's 16 channels, YOLO's 80-class heads).
+TARGET static inline __attribute__((always_inline)) void block_tiles(const task_context* t, int32_t begin, int32_t end, const uint8_t* a,
+                                                                     int32_t lda, const int32_t* sums, const int8_t* b, int32_t n0,
+                                                                     const int32_t flip, const int halves, const __m512i* factor,
+                                                                     const __m512i* constant, const __m512* scale, const __mmask16* store_mask) {
+    const spotter_conv* c = t->conv;
+    const int32_t quads = c->k4 / 4;
+    const __m512i out_zero = _mm512_set1_epi32(c->out_zero);
+    const __m512i out_min = _mm512_set1_epi32(c->out_min);
+    const __m512 out_max_less_zero = _mm512_set1_ps((float)(c->out_max - c->out_zero));
+    for (int32_t m = 0; m < end - begin; m += MR) {
+        const uint8_t* rows[MR];
+        for (int r = 0; r < MR; r++) {
+            int32_t row = m + r < end - begin ? m + r : end - begin - 1;
+            rows[r] = a + (size_t)row * lda;
+        }
+        __m512i acc[MR][2];
+        for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+        const int8_t* bq = b;
+        for (int32_t q = 0; q < quads; q++, bq += 4 * SPOTTER_CONV_NR) {
+            const __m512i b0 = _mm512_loadu_si512(bq), b1 = halves == 2 ? _mm512_loadu_si512(bq + 64) : b0;
+            for (int r = 0; r < MR; r++) {
+                int32_t word;
+                memcpy(&word, rows[r] + 4 * q, 4);
+                const __m512i av = _mm512_set1_epi32(word ^ flip);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
+                if (halves == 2) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+            }
+        }
+        for (int r = 0; r < MR && m + r < end - begin; r++) {
+            const __m512i sum = _mm512_set1_epi32(flip ? 0 : sums[m + r]);
+            uint8_t* out = t->output + (size_t)(begin + m + r) * c->out_c + n0;
+            for (int h = 0; h < halves; h++) {
+                if (!store_mask[h]) continue;
+                __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
+                __m512 f = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), scale[h]), out_max_less_zero);
+                v = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), out_zero);
+                v = _mm512_max_epi32(v, out_min);
+                _mm_mask_storeu_epi8(out + 16 * h, store_mask[h], _mm512_cvtepi32_epi8(v));
+            }
+        }
+    }
 }
 
 /// One task's rows; `flip` (and so whether row sums are needed) is a constant in each of the two
@@ -106,9 +177,6 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
 
     const int32_t blocks = (c->out_c + SPOTTER_CONV_NR - 1) / SPOTTER_CONV_NR;
     const int32_t quads = c->k4 / 4;
-    const __m512i out_zero = _mm512_set1_epi32(c->out_zero);
-    const __m512i out_min = _mm512_set1_epi32(c->out_min);
-    const __m512 out_max_less_zero = _mm512_set1_ps((float)(c->out_max - c->out_zero));
     for (int32_t nb = 0; nb < blocks; nb++) {
         const int8_t* b = c->packed + (size_t)nb * quads * 4 * SPOTTER_CONV_NR;
         const int32_t n0 = nb * SPOTTER_CONV_NR;
@@ -124,37 +192,10 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
             valid >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1),
             valid >= 32 ? (__mmask16)0xFFFF : (valid > 16 ? (__mmask16)((1u << (valid - 16)) - 1) : (__mmask16)0),
         };
-        for (int32_t m = 0; m < end - begin; m += MR) {
-            const uint8_t* rows[MR];
-            for (int r = 0; r < MR; r++) {
-                int32_t row = m + r < end - begin ? m + r : end - begin - 1;
-                rows[r] = a + (size_t)row * lda;
-            }
-            __m512i acc[MR][2];
-            for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-            const int8_t* bq = b;
-            for (int32_t q = 0; q < quads; q++, bq += 4 * SPOTTER_CONV_NR) {
-                const __m512i b0 = _mm512_loadu_si512(bq), b1 = _mm512_loadu_si512(bq + 64);
-                for (int r = 0; r < MR; r++) {
-                    int32_t word;
-                    memcpy(&word, rows[r] + 4 * q, 4);
-                    const __m512i av = _mm512_set1_epi32(word ^ flip);
-                    acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-                    acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
-                }
-            }
-            for (int r = 0; r < MR && m + r < end - begin; r++) {
-                const __m512i sum = _mm512_set1_epi32(flip ? 0 : sums[m + r]);
-                uint8_t* out = t->output + (size_t)(begin + m + r) * c->out_c + n0;
-                for (int h = 0; h < 2; h++) {
-                    if (!store_mask[h]) continue;
-                    __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
-                    __m512 f = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), scale[h]), out_max_less_zero);
-                    v = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), out_zero);
-                    v = _mm512_max_epi32(v, out_min);
-                    _mm_mask_storeu_epi8(out + 16 * h, store_mask[h], _mm512_cvtepi32_epi8(v));
-                }
-            }
+        if (valid > 16) {
+            block_tiles(t, begin, end, a, lda, sums, b, n0, flip, 2, factor, constant, scale, store_mask);
+        } else {
+            block_tiles(t, begin, end, a, lda, sums, b, n0, flip, 1, factor, constant, scale, store_mask);
         }
     }
 }
