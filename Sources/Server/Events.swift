@@ -122,13 +122,11 @@ final class EventHub: @unchecked Sendable {
 
     /// A stream of the events from now on of `sources` and `types` (nil: all), ending at
     /// ``finishAll()``; at most ``backlog`` wait for a slow reader.
-    func subscribe(sources: Set<String>? = nil, types: Set<String>? = nil, format: Format = .serverSentEvents)
-        -> (id: UUID, stream: AsyncStream<Message>) {
-        subscribeWithStaleness(sources: sources, types: types, format: format).0
+    func subscribe(sources: Set<String>? = nil, types: Set<String>? = nil) -> AsyncStream<Message> {
+        add(sources: sources, types: types, format: .serverSentEvents).stream
     }
 
-    private func subscribeWithStaleness(sources: Set<String>?, types: Set<String>?, format: Format)
-        -> ((id: UUID, stream: AsyncStream<Message>), Subscriber) {
+    private func add(sources: Set<String>?, types: Set<String>?, format: Format) -> (stream: AsyncStream<Message>, subscriber: Subscriber) {
         let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingNewest(Self.backlog))
         let id = UUID()
         let subscriber = Subscriber(continuation: continuation, sources: sources, types: types, format: format)
@@ -142,7 +140,7 @@ final class EventHub: @unchecked Sendable {
             guard let self else { return }
             _ = self.lock.withLock { self.subscribers.removeValue(forKey: id) }
         }
-        return ((id, stream), subscriber)
+        return (stream, subscriber)
     }
 
     var subscriberCount: Int { lock.withLock { subscribers.count } }
@@ -160,7 +158,7 @@ final class EventHub: @unchecked Sendable {
     /// (the live stream): the events as they happen, a keep-alive every 15 s so that proxies keep
     /// the connection open, ending at shutdown.
     func response(sources: Set<String>?, types: Set<String>?, format: Format) -> Response {
-        let ((_, stream), subscriber) = subscribeWithStaleness(sources: sources, types: types, format: format)
+        let (stream, subscriber) = add(sources: sources, types: types, format: format)
         let headers: HTTPFields = [
             .contentType: format == .live ? Self.liveContentType : "text/event-stream", .cacheControl: "no-cache",
             .init("X-Accel-Buffering")!: "no",
@@ -188,7 +186,7 @@ final class EventHub: @unchecked Sendable {
     /// Keeps at most about one frame waiting in a live stream's connection (in the server and in
     /// the kernel's unsent bytes): when a reader or its network is slower than the source, the
     /// stream's writes wait and the frames in between are skipped, instead of queueing seconds of
-    /// video in socket buffers.
+    /// video in socket buffers. (A connection that refuses the options streams with default buffers.)
     static func keepLiveBuffersShort(_ channel: any Channel) async throws {
         try await channel.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: 8 << 10, high: 16 << 10)).get()
         #if os(Linux)

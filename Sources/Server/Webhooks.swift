@@ -59,7 +59,7 @@ struct WebhookService: Service {
         self.options = options
         self.logger = logger
         self.counters = counters
-        clips = events.subscribe(types: ["clip_finished"]).stream
+        clips = events.subscribe(types: ["clip_finished"])
     }
 
     /// Runs until the event hub ends its streams; the application adds it only with URLs (a
