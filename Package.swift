@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
-            "Detection", "Pipeline", "Media", "Imaging", .product(name: "Hummingbird", package: "hummingbird"),
+            "Detection", "Pipeline", "Media", "Imaging", "Rectangles", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // The command-line shell.

@@ -8,7 +8,8 @@ clip plays in a <video> (readyState >= 2, currentTime advances), that a seek to 
 and that deleting from the page removes the clip from the API. Then the live page of a source fed
 by the shared person video at real-time pace (boxes within 2 px of the detection JSON of the frame
 shown, recording indicator, decode-to-display latency), the live stream read outside the browser
-(JPEGs OpenCV decodes, a slow reader skipping frames), the demo-videos page (a download from a
+(JPEGs OpenCV decodes, a slow reader skipping frames), a page found by a source with rectangles on
+and outlined on the live page, the demo-videos page (a download from a
 loopback server with its progress bar, processing, an upload), and SIGTERM while two sources record
 (every clip complete after a restart). Writes screenshots to ARTIFACTS (default .build/artifacts).
 Prints one line per check and `N passed, M failed`.
@@ -125,6 +126,7 @@ def main():
 
         live_view(driver, base, args.artifacts)
         live_stream(base)
+        live_rectangles(driver, base, args.artifacts, work)
         demo_videos(driver, base, args.artifacts)
     except Exception as error:  # a browser or server failure is a failed check, with what it said
         check("browser session", False, f"{type(error).__name__}: {error}")
@@ -252,6 +254,48 @@ def live_stream(base):
     last = seen[-1][1]
     print(f"      slow reader: {len(seen)} frames in 12 s, largest gap {max(gaps)} frames, last frame {last:.0f} ms old")
     check("a slow reader skips frames and stays under 5 s behind", max(gaps) >= 5 and last < 5000, seen)
+    api(base, f"/api/v1/sources/{source}", method="DELETE")
+
+
+def live_rectangles(driver, base, artifacts, work):
+    """A source with "rectangles": true, fed by a video of a page in perspective on a photo (drawn
+    here with OpenCV, corners known): the detection events carry the page's corners, and the live
+    page outlines it through those corners."""
+    background = cv2.resize(cv2.imread(os.path.join(SHARED, "images", "coffee.png")), (640, 360))
+    page = np.full((300, 220, 3), 235, np.uint8)
+    for y in range(30, 270, 18):
+        cv2.line(page, (20, y), (200, y), (60, 60, 60), 2)
+    truth = np.float32([[230, 60], [430, 80], [420, 320], [210, 300]])
+    warp = cv2.getPerspectiveTransform(np.float32([[0, 0], [220, 0], [220, 300], [0, 300]]), truth)
+    warped = cv2.warpPerspective(page, warp, (640, 360))
+    mask = cv2.warpPerspective(np.full((300, 220), 255, np.uint8), warp, (640, 360))
+    background[mask > 127] = warped[mask > 127]
+    picture, video = os.path.join(work, "page.png"), os.path.join(work, "page.mp4")
+    cv2.imwrite(picture, background)
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i", picture, "-t", "3", "-r", "10", "-c:v", "libx264",
+                    "-pix_fmt", "yuv420p", video], check=True)
+    source = api(base, "/api/v1/sources", {"input": video, "realtime": True, "loop": True, "record": False, "classes": [],
+                                           "rectangles": True})["id"]
+    driver.get(base + "/live?source=" + source)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "const s = window.spotter.shown[arguments[0]]; return s && (s.rectangles || []).length > 0", source))
+    measured = driver.execute_script("""
+        const c = document.querySelector('.source');
+        const d = window.spotter.shown[c.dataset.id];
+        const img = c.querySelector('.view img').getBoundingClientRect();
+        const quads = [...c.querySelectorAll('.quads polygon')].map(q => ({ frame: Number(q.dataset.frame),
+          points: [...q.points].map(p => { const m = q.getScreenCTM(); return [p.x * m.a + m.e - img.left, p.y * m.d + m.f - img.top]; }) }));
+        return { d, quads, scale: img.width / d.width };""")
+    event, quads, scale = measured["d"], measured["quads"], measured["scale"]
+    corners = np.array(event["rectangles"][0]["corners"])
+    diagonal = np.linalg.norm(truth[2] - truth[0])
+    error = np.linalg.norm(corners - (truth + 0.5), axis=1).max() / diagonal
+    check("the detection event carries the page's corners (within 5% of its diagonal)", error <= 0.05, f"{corners.tolist()}, error {error:.3f}")
+    drawn = np.array(quads[0]["points"]) if quads else None
+    worst = float(np.abs(drawn - corners * scale).max()) if drawn is not None and drawn.shape == (4, 2) else float("inf")
+    check("the live page outlines the rectangle through the event's corners (2 px), on the frame they belong to",
+          len(quads) == len(event["rectangles"]) and quads[0]["frame"] == event["frame"] and worst <= 2, f"{quads}, worst {worst}")
+    driver.save_screenshot(os.path.join(artifacts, "live-rectangles.png"))
     api(base, f"/api/v1/sources/{source}", method="DELETE")
 
 

@@ -4,6 +4,7 @@ import Hummingbird
 import Imaging
 import Media
 import Pipeline
+import Rectangles
 
 /// A source as `POST /api/v1/sources` (and the config file) describe it.
 public struct SourceSpec: Codable, Sendable, Equatable {
@@ -23,9 +24,13 @@ public struct SourceSpec: Codable, Sendable, Equatable {
     /// What records: `detection` (any detection of `classes`, the default) or `unknown-face` (a
     /// person whose face matches no one in the gallery; needs `serve --faces`).
     public var trigger: String?
+    /// Also find rectangles (pages, cards, screens) on every frame, with Vision's default options
+    /// (``RectangleDetector/Options``): listed in the detection events, outlined in the live view
+    /// and on snapshots. Default false.
+    public var rectangles: Bool?
 
     public init(input: String, record: Bool? = nil, classes: [String]? = nil, threshold: Float? = nil, realtime: Bool? = nil, loop: Bool? = nil,
-                trigger: String? = nil) {
+                trigger: String? = nil, rectangles: Bool? = nil) {
         self.input = input
         self.record = record
         self.classes = classes
@@ -33,6 +38,7 @@ public struct SourceSpec: Codable, Sendable, Equatable {
         self.realtime = realtime
         self.loop = loop
         self.trigger = trigger
+        self.rectangles = rectangles
     }
 
     /// Whether only strangers' faces open clips.
@@ -76,6 +82,7 @@ final class LiveSource: @unchecked Sendable {
     struct Shot {
         let number: Int
         let frame: DetectedFrame
+        let rectangles: [RectangleObservation]
     }
 
     // Everything below is guarded by `lock`.
@@ -89,6 +96,8 @@ final class LiveSource: @unchecked Sendable {
     private var recording = false
     private var clips = 0
     private var recent: [Shot] = []
+    /// Rectangles found with each frame's detections (by frame index), until the frame is shown.
+    private var foundRectangles: [(index: Int, rectangles: [RectangleObservation])] = []
     private var stopFlag: StopFlag?
     private var stopped = false
     private var lastLatencyMilliseconds = 0.0
@@ -139,13 +148,19 @@ final class LiveSource: @unchecked Sendable {
             var options = SourceRun.Options(reconnect: true, loop: spec.loop ?? false, reader: readerOptions)
             options.pipeline.realTime = spec.realtime ?? false
             let threshold = threshold, classes = classes
+            // Vision's defaults, which are valid.
+            let rectangleDetector = (spec.rectangles ?? false) ? try? RectangleDetector() : nil
             let run = SourceRun(
                 input: path, options: options, recorder: recorder,
-                detect: { frame in
-                    // Refining (face recognition) holds the detector too: one budget for both.
+                detect: { [self] frame in
+                    // Refining (face recognition) and rectangles hold the detector too: one budget for all.
                     try pool.withDetector { detector in
                         let found = try detector.detect(frame.image).detections.filter { d in
                             d.score >= threshold && (classes?.contains(d.label.lowercased()) ?? true)
+                        }
+                        if let rectangleDetector {
+                            let rectangles = rectangleDetector.detect(in: frame.image)
+                            lock.withLock { foundRectangles.append((frame.index, rectangles)) }
                         }
                         return try refine?(found, frame.image) ?? found
                     }
@@ -218,11 +233,17 @@ final class LiveSource: @unchecked Sendable {
                 events.publish("source_stats", source: id, object)
             }
         case .frame(let item):
-            let number = lock.withLock {
+            let (number, rectangles) = lock.withLock { () -> (Int, [RectangleObservation]?) in
                 frames += 1
-                recent.append(Shot(number: frames, frame: item))
+                // This frame's rectangles; those of frames that never came through are dropped.
+                var rectangles: [RectangleObservation]?
+                if let at = foundRectangles.firstIndex(where: { $0.index == item.frame.index }) {
+                    rectangles = foundRectangles[at].rectangles
+                    foundRectangles.removeFirst(at + 1)
+                }
+                recent.append(Shot(number: frames, frame: item, rectangles: rectangles ?? []))
                 if recent.count > 4 { recent.removeFirst() }
-                return frames
+                return (frames, rectangles)
             }
             guard events.subscriberCount > 0 else { return }
             let image = item.frame.image
@@ -241,7 +262,8 @@ final class LiveSource: @unchecked Sendable {
                     }
                     return object
                 },
-            ], frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
+            ].merging(rectangles.map { ["rectangles": $0.map(\.jsonObject)] } ?? [:]) { a, _ in a },
+            frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
         case .recorder:
             break
         }
@@ -284,6 +306,7 @@ final class LiveSource: @unchecked Sendable {
             var image = shot.frame.frame.image
             if boxes {
                 if annotator == nil { annotator = try Annotator() }
+                image.outline(shot.rectangles)
                 annotator?.draw(shot.frame.detections ?? [], on: &image)
             }
             // Kept as a ByteBuffer: every response shares its storage instead of copying it.
@@ -301,7 +324,7 @@ final class LiveSource: @unchecked Sendable {
                 "id": id, "input": spec.input, "state": state.rawValue, "record": spec.record ?? true,
                 "classes": classes.map { $0.sorted() } ?? [], "threshold": Double(threshold),
                 "kind": info.map { $0.isLive ? "live" : "file" } ?? (spec.input.contains("://") || spec.input.hasPrefix("/dev/") ? "live" : "file"),
-                "realtime": spec.realtime ?? false, "loop": spec.loop ?? false,
+                "realtime": spec.realtime ?? false, "loop": spec.loop ?? false, "rectangles": spec.rectangles ?? false,
                 "recording": recording, "clips": clips, "frames": frames,
                 "received": stats.received, "processed": stats.processed, "dropped": stats.dropped,
                 "fps": round1(stats.fps), "inference_ms": round1(stats.inferenceMilliseconds),

@@ -45,6 +45,7 @@ enum OpenAPI {
                                  "trigger": ["type": "string", "enum": ["detection", "unknown-face"],
                                              "description": "what records: any detection of classes (default), or a stranger's face (serve --faces)"],
                                  "loop": ["type": "boolean", "description": "start a file again at its end (default false)"],
+                                 "rectangles": ["type": "boolean", "description": "also find rectangles (pages, cards, screens) on every frame with Vision's default options: in detection events as rectangles [{corners, normalized, box, confidence}], outlined in the live view and snapshots (default false)"],
                              ],
                          ]]]],
                          "responses": ["201": response("the source's status, with its id"), "400": error, "409": error, "413": error, "503": error,
@@ -85,7 +86,7 @@ enum OpenAPI {
                               "401": unauthorized],
             ]],
             "/api/v1/events": ["get": [
-                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, clip_deleted, download_progress, download_finished, download_failed",
+                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url, and rectangles for sources that find them), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, clip_deleted, download_progress, download_finished, download_failed",
                 "parameters": [parameter("source", "query", "string", "only this source's events"),
                                parameter("types", "query", "string", "comma-separated event types to keep")],
                 "responses": ["200": response("an endless event stream", "text/event-stream"), "401": unauthorized],

@@ -26,6 +26,8 @@ enum Pages {
           .view img { width: 100%; display: block; }
           .box { position: absolute; border: 2px solid #39f; box-sizing: border-box; pointer-events: none; line-height: 1.2; }
           .box span { position: absolute; left: -2px; top: -20px; background: #39f; color: #fff; font-size: 12px; padding: 1px 4px; white-space: nowrap; }
+          .quads { position: absolute; left: 0; top: 0; pointer-events: none; }
+          .quads polygon { fill: none; stroke: #f5c518; stroke-width: 2; }
           .rec { position: absolute; top: 8px; left: 8px; background: #c00; color: #fff; font: 600 12px/1 system-ui; padding: 4px 8px; border-radius: 3px; line-height: 1; }
           .source .info { padding: 8px 10px; font-size: 13px; color: #bbb; display: flex; gap: 12px; flex-wrap: wrap; align-items: center; }
           .source .name { color: #fff; font-weight: 600; }
@@ -138,6 +140,7 @@ enum Pages {
             <label><input id="record" type="checkbox" checked> record</label>
             <label><input id="realtime" type="checkbox" checked> files in real time</label>
             <label><input id="loop" type="checkbox"> loop</label>
+            <label><input id="rectangles" type="checkbox"> rectangles</label>
             <button>Add source</button> <span id="error"></span>
           </form>
         </header>
@@ -165,7 +168,8 @@ enum Pages {
           c.img = document.createElement("img"); c.img.alt = status.input;
           c.overlay = document.createElement("div");
           c.rec = document.createElement("div"); c.rec.className = "rec"; c.rec.textContent = "● REC"; c.rec.hidden = true;
-          c.view.append(c.img, c.overlay, c.rec);
+          c.quads = document.createElementNS("http://www.w3.org/2000/svg", "svg"); c.quads.setAttribute("class", "quads");
+          c.view.append(c.img, c.overlay, c.quads, c.rec);
           const info = document.createElement("div"); info.className = "info";
           const name = document.createElement("a"); name.className = "name"; name.href = "/live?source=" + status.id; name.textContent = status.id + " " + status.input;
           c.state = document.createElement("span");
@@ -183,6 +187,15 @@ enum Pages {
         function drawBoxes(c, d) {
           const scale = c.img.clientWidth / d.width;
           c.overlay.replaceChildren();
+          // Rectangles (sources with "rectangles": true) as outlines through their four corners.
+          c.quads.replaceChildren();
+          c.quads.setAttribute("width", c.img.clientWidth); c.quads.setAttribute("height", c.img.clientHeight);
+          for (const r of d.rectangles ?? []) {
+            const quad = document.createElementNS("http://www.w3.org/2000/svg", "polygon");
+            quad.setAttribute("points", r.corners.map(([x, y]) => (x * scale) + "," + (y * scale)).join(" "));
+            quad.dataset.frame = d.frame;
+            c.quads.append(quad);
+          }
           for (const det of d.detections) {
             const [x0, y0, x1, y1] = det.box;
             const box = document.createElement("div");
@@ -297,7 +310,8 @@ enum Pages {
           e.preventDefault();
           $("error").textContent = "";
           const r = await fetch("/api/v1/sources", { method: "POST", headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ input: $("input").value, record: $("record").checked, realtime: $("realtime").checked, loop: $("loop").checked }) });
+            body: JSON.stringify({ input: $("input").value, record: $("record").checked, realtime: $("realtime").checked, loop: $("loop").checked,
+              rectangles: $("rectangles").checked }) });
           if (!r.ok) { $("error").textContent = (await r.json()).error.message; return; }
           $("input").value = "";
           refresh();

@@ -108,7 +108,7 @@ struct RectanglesCommand: ParsableCommand {
                     }
                 }
                 if let target = outlined[file] {
-                    Self.outline(rectangles, on: &picture)
+                    picture.outline(rectangles)
                     try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path,
                                                             withIntermediateDirectories: true)
                     try ImageFile.write(picture, to: target)
@@ -124,31 +124,9 @@ struct RectanglesCommand: ParsableCommand {
         }
     }
 
-    /// Outlines with strokes that scale with the picture; the top-left corner gets a dot.
-    static func outline(_ rectangles: [RectangleObservation], on picture: inout Image) {
-        let width = max(2, Double(min(picture.width, picture.height)) / 200)
-        for (index, rectangle) in rectangles.enumerated() {
-            let color = Color.forClass(index + 2)
-            picture.strokePolygon(rectangle.corners, lineWidth: width, color: color)
-            let dot = rectangle.topLeft
-            picture.fill(x: Int(dot.x - 1.5 * width), y: Int(dot.y - 1.5 * width), width: Int(3 * width), height: Int(3 * width), color: color)
-        }
-    }
-
-    /// One rectangle as a JSON-ready dictionary: corners, normalized, box, confidence.
-    static func object(_ r: RectangleObservation) -> [String: Any] {
-        func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
-        func round6(_ value: Double) -> Double { (value * 1_000_000).rounded() / 1_000_000 }
-        let box = r.boundingBox
-        return ["corners": r.corners.map { [round3($0.x), round3($0.y)] },
-                "normalized": r.normalizedCorners.map { [round6($0.x), round6($0.y)] },
-                "box": ["xmin": round3(box.minX), "ymin": round3(box.minY), "xmax": round3(box.maxX), "ymax": round3(box.maxY)],
-                "confidence": round3(r.confidence)]
-    }
-
     static func json(_ file: String, size: Size, _ rectangles: [RectangleObservation], milliseconds: Double) -> String {
         ResultEncoding.serialize(["image": file, "width": size.width, "height": size.height,
-                                  "milliseconds": (milliseconds * 1000).rounded() / 1000, "rectangles": rectangles.map(object)])
+                                  "milliseconds": (milliseconds * 1000).rounded() / 1000, "rectangles": rectangles.map(\.jsonObject)])
     }
 
     static func table(_ file: String, size: Size, _ rectangles: [RectangleObservation]) -> String {

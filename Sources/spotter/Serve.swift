@@ -27,13 +27,13 @@ struct Serve: AsyncParsableCommand {
             (each finished clip is POSTed to them as JSON, retried with doubling delays until a \
             2xx answer):
               {"sources": [{"input": "rtsp://cam.local/live", "record": true, "classes": ["person"]},
-                           {"input": "demo.mp4", "realtime": true, "loop": true}],
+                           {"input": "demo.mp4", "realtime": true, "loop": true, "rectangles": true}],
                "webhooks": ["http://homeassistant.local:8123/api/webhook/spotter"]}
             or the same in cameras.yaml:
               sources:
                 - input: rtsp://cam.local/live
                   classes: [person]
-                - {input: demo.mp4, realtime: true, loop: true}
+                - {input: demo.mp4, realtime: true, loop: true, rectangles: true}
               webhooks:
                 - http://homeassistant.local:8123/api/webhook/spotter
 

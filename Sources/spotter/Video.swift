@@ -231,11 +231,11 @@ final class AnnotatingSink: @unchecked Sendable {
             if let lines {
                 var object: [String: Any] = ["frame": item.frame.index, "t": (item.frame.time * 1000).rounded() / 1000,
                                              "detections": detections.map(ResultEncoding.detectionObject)]
-                if rectangleDetector != nil { object["rectangles"] = lastRectangles.map(RectanglesCommand.object) }
+                if rectangleDetector != nil { object["rectangles"] = lastRectangles.map(\.jsonObject) }
                 lines.write(Data((ResultEncoding.serialize(object) + "\n").utf8))
             }
         }
-        RectanglesCommand.outline(lastRectangles, on: &image)
+        image.outline(lastRectangles)
         annotator.draw(last, on: &image)
         try writer.write(image, time: item.frame.time)
     }
