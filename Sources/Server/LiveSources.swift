@@ -160,7 +160,11 @@ final class LiveSource: @unchecked Sendable {
                         }
                         if let rectangleDetector {
                             let rectangles = rectangleDetector.detect(in: frame.image)
-                            lock.withLock { foundRectangles.append((frame.index, rectangles)) }
+                            lock.withLock {
+                                foundRectangles.append((frame.index, rectangles))
+                                // Frames are shown in order, one or two behind at most; a few more is a bound.
+                                if foundRectangles.count > 16 { foundRectangles.removeFirst() }
+                            }
                         }
                         return try refine?(found, frame.image) ?? found
                     }
