@@ -15,7 +15,7 @@
 ///
 /// ```
 ///   measuring --(2 skipped + 4 single, 2 skipped + 4 pooled periods, or one pooled period
-///                over 1.5x the single median)--> holding(faster way)
+///                over 1.5x the single median; over 3x, the first pooled one, skipped or not)--> holding(faster way)
 ///   holding --(hold time passed, or 4 periods > 1.5x its median)--> measuring
 ///   holding(pool) --(median of its last 8 periods over the single median)--> holding(single)
 /// ```
@@ -25,6 +25,8 @@ package struct ThreadChoice {
     static let holdSeconds = (shortest: 5.0, longest: 40.0)
     /// Periods longer than this are pauses of the caller, not measurements.
     static let longestSample = 1.0
+    /// A pooled period over this many single medians decides at once (see `record`).
+    package static let hopelessPool = 3.0
     /// Periods of a kept pool whose median is compared with the single median.
     package static let checkedPooledPeriods = 8
 
@@ -87,6 +89,13 @@ package struct ThreadChoice {
             }
             return
         }
+        // A pooled period many times the single median settles it at once, even among the periods
+        // skipped after the switch: waking the workers costs far less, a core taken by another
+        // program that much (and each such period costs several single ones).
+        if wasPooled && single.count >= Self.samplesPerWay && seconds > Self.median(single) * Self.hopelessPool {
+            settle(pooled: false, pooledTypical: seconds, singleTypical: Self.median(single), now: now)
+            return
+        }
         // Periods just after a switch (to single at the start of a measurement, to the pool after
         // the single block) show the previous way's workers, not this way.
         if skipped < Self.skippedAfterSwitch || (wasPooled && pooled.isEmpty && skipped < 2 * Self.skippedAfterSwitch) {
@@ -99,7 +108,11 @@ package struct ThreadChoice {
         let clearlySlower = wasPooled && single.count >= Self.samplesPerWay && seconds > Self.median(single) * 1.5
         guard clearlySlower || (pooled.count >= Self.samplesPerWay && single.count >= Self.samplesPerWay) else { return }
         let pooledTypical = Self.median(pooled), singleTypical = Self.median(single)
-        let choosePool = !clearlySlower && pooledTypical < singleTypical * 0.95
+        settle(pooled: !clearlySlower && pooledTypical < singleTypical * 0.95, pooledTypical: pooledTypical, singleTypical: singleTypical, now: now)
+    }
+
+    /// Keeps one way until the next measurement: for longer each time the same way wins.
+    private mutating func settle(pooled choosePool: Bool, pooledTypical: Double, singleTypical: Double, now: ContinuousClock.Instant) {
         hold = choosePool == lastChoice ? min(hold * 2, Self.holdSeconds.longest) : Self.holdSeconds.shortest
         lastChoice = choosePool
         holding = Hold(pooled: choosePool, typical: choosePool ? pooledTypical : singleTypical, singleTypical: singleTypical, since: now)

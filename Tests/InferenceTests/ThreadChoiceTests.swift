@@ -28,6 +28,14 @@ import Testing
         #expect(used.suffix(150).allSatisfy { !$0 })
     }
 
+    /// A pool many times slower than the calling thread alone (a core taken by another program) is
+    /// dropped on its first pooled period, without the periods skipped after a switch.
+    @Test func hopelessPoolIsDroppedOnItsFirstPeriod() {
+        let used = Self.ways(200) { pooled, _ in pooled ? 0.007 * (ThreadChoice.hopelessPool + 1) : 0.007 }
+        #expect(used.filter { $0 }.count == 1)
+        #expect(used.suffix(150).allSatisfy { !$0 })
+    }
+
     /// Under a busy core the first pooled periods can look fast (the pipeline's queues still hold
     /// frames) and later ones lose to the calling thread alone, though by too little (under 1.5x the
     /// pool's own median) to start a new measurement: the kept pool is given up within its checked periods.
