@@ -715,6 +715,23 @@ def fast_path_cases():
              (Op.ABS, None, [0], [4], 0, None, None),
              (Op.ADD, None, [2, 3], [5], Opt.AddOptions, options("AddOptions"), None),
              (Op.RELU, None, [5], [6], 0, None, None)])
+    # YOLO's explicit PAD before a VALID convolution, on the fast path's kernels: int8 with 70
+    # channels (two blocks of 32, and 6), stride 2, one row and column on each side; uint8 with
+    # uneven padding (a row below, a column on the left), stride 1.
+    for name, type, shape, pads, stride, cout in [
+            ("pad_then_conv2d_int8_3x3_s2_valid", TT.INT8, [1, 13, 12, 16], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 70),
+            ("pad_then_conv2d_uint8_3x3_valid_uneven", TT.UINT8, [1, 10, 9, 8], [[0, 0], [0, 1], [1, 0], [0, 0]], 1, 24)]:
+        padded = [shape[0], shape[1] + sum(pads[1]), shape[2] + sum(pads[2]), shape[3]]
+        oh, ow = output_size(padded[1], padded[2], 3, stride, 1, Padding.VALID)
+        (in_s, in_zp), filt, bias = quantized_filter(type, [cout, 3, 3, shape[3]], cout, 0, 131, (0.002, 0.01))
+        out_q = {"scale": 0.08, "zp": 90} if type == TT.UINT8 else {"scale": 0.06, "zp": 4}
+        opt = options("Conv2DOptions", Padding=Padding.VALID, StrideW=stride, StrideH=stride, FusedActivationFunction=Act.NONE,
+                      DilationWFactor=1, DilationHFactor=1)
+        tensors = [T(shape, type, scale=in_s, zp=in_zp), T([4, 2], TT.INT32, data=np.array(pads, np.int32)),
+                   T(padded, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, cout], type, **out_q)]
+        save(name, tensors, [0], [5], [
+            (Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None),
+            (Op.CONV_2D, None, [2, 3, 4], [5], Opt.Conv2DOptions, opt, None)])
 
 
 

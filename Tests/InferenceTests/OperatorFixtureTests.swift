@@ -53,7 +53,7 @@ import TFLiteFormat
     /// kernels'; the SSD model's uint8 depthwise layers are checked against LiteRT's XNNPACK in
     /// XNNPACKBackendTests.)
     @Test("8-bit convolutions equal LiteRT's XNNPACK outputs", arguments: cases.filter { name in
-        ["conv2d_uint8", "conv2d_int8", "depthwise_int8"].contains { name.hasPrefix($0) }
+        ["conv2d_uint8", "conv2d_int8", "depthwise_int8", "pad_then_conv2d"].contains { name.hasPrefix($0) }
     })
     func quantizedConvolutionsEqualLiteRTDefaultPath(_ name: String) throws {
         let interpreter = try Self.run(name, .xnnpack)
