@@ -80,6 +80,12 @@ final class PrepareContext {
     /// ADDs of a zero-padded tensor whose PAD was claimed (``PaddedAdd``), by the ADD's index.
     var paddedAdds: [Int: PaddedAdd.Pattern] = [:]
 
+    /// The constant int32 or int64 input `index` as integers (permutations, shapes, paddings, axes).
+    func integers(input index: Int) throws -> [Int] {
+        let tensor = input(index)
+        return type(tensor) == .int64 ? try constant(tensor, as: Int64.self).map(Int.init) : try constant(tensor, as: Int32.self).map(Int.init)
+    }
+
     func constant<T: BitwiseCopyable>(_ tensor: Int, as type: T.Type) throws -> [T] {
         guard let values = model.constantValues(of: graph.tensors[tensor], as: type) else {
             throw fail("tensor \"\(graph.tensors[tensor].name)\" must be constant")

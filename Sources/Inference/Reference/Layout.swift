@@ -57,11 +57,8 @@ final class Reshape: Kernel {
     /// The target shape of a RESHAPE: its shape tensor, else its options, else the declared output shape.
     static func targetShape(_ ctx: PrepareContext, options: BuiltinOptions) throws -> [Int] {
         if ctx.hasInput(1), ctx.isConstant(ctx.input(1)) {
-            let shapeTensor = ctx.input(1)
-            let values = ctx.type(shapeTensor) == .int64
-                ? try ctx.constant(shapeTensor, as: Int64.self).map(Int.init)
-                : try ctx.constant(shapeTensor, as: Int32.self).map(Int.init)
-            if !(values.isEmpty && ctx.shape(shapeTensor) == [1]) { return values }
+            let values = try ctx.integers(input: 1)
+            if !(values.isEmpty && ctx.shape(ctx.input(1)) == [1]) { return values }
         }
         if case .reshape(let newShape?) = options { return newShape }
         return ctx.shape(ctx.output(0))
@@ -194,10 +191,7 @@ final class Pad: RowKernel {
         input = ctx.input(0)
         output = ctx.output(0)
         inputShape = ctx.shape(input)
-        let paddingsTensor = ctx.input(1)
-        let values = ctx.type(paddingsTensor) == .int64
-            ? try ctx.constant(paddingsTensor, as: Int64.self).map(Int.init)
-            : try ctx.constant(paddingsTensor, as: Int32.self).map(Int.init)
+        let values = try ctx.integers(input: 1)
         guard values.count == inputShape.count * 2, values.allSatisfy({ $0 >= 0 }) else {
             throw ctx.fail("paddings \(values) do not fit input shape \(inputShape)")
         }

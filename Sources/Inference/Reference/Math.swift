@@ -133,7 +133,7 @@ final class Reduce: Kernel {
         guard ctx.type(input) == .float32, ctx.type(output) == .float32 else { throw ctx.unsupported() }
         guard ctx.isConstant(ctx.input(1)) else { throw ctx.fail("the axes must be constant") }
         let shape = ctx.shape(input)
-        let axes = Set(try StridedSlice.integers(ctx, 1).map { try resolvedAxis(ctx, $0, rank: shape.count) })
+        let axes = Set(try ctx.integers(input: 1).map { try resolvedAxis(ctx, $0, rank: shape.count) })
         let kept = shape.enumerated().map { axes.contains($0.offset) ? 1 : $0.element }
         try ctx.setShape(output, keepDims ? kept : shape.enumerated().filter { !axes.contains($0.offset) }.map(\.element))
         outputCount = kept.reduce(1, *)

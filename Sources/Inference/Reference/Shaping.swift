@@ -30,7 +30,7 @@ final class AxisSplit: Kernel {
             guard ctx.op.inputs.count == 2, ctx.isConstant(ctx.input(0)) else { throw ctx.fail("the axis must be constant") }
             data = ctx.input(1)
             let shape = ctx.shape(data)
-            axis = try resolvedAxis(ctx, try StridedSlice.integers(ctx, 0).first ?? 0, rank: shape.count)
+            axis = try resolvedAxis(ctx, try ctx.integers(input: 0).first ?? 0, rank: shape.count)
             guard shape[axis] % outputs.count == 0 else { throw ctx.fail("\(shape[axis]) does not split into \(outputs.count) equal parts") }
             sizes = Array(repeating: shape[axis] / outputs.count, count: outputs.count)
         case .splitV:
@@ -40,8 +40,8 @@ final class AxisSplit: Kernel {
             }
             data = ctx.input(0)
             let shape = ctx.shape(data)
-            axis = try resolvedAxis(ctx, try StridedSlice.integers(ctx, 2).first ?? 0, rank: shape.count)
-            var given = try StridedSlice.integers(ctx, 1)
+            axis = try resolvedAxis(ctx, try ctx.integers(input: 2).first ?? 0, rank: shape.count)
+            var given = try ctx.integers(input: 1)
             guard given.count == outputs.count, given.filter({ $0 == -1 }).count <= 1, given.allSatisfy({ $0 >= -1 }) else {
                 throw ctx.fail("sizes \(given) do not fit \(outputs.count) outputs")
             }

@@ -38,7 +38,7 @@ final class StridedSlice: RowKernel {
             throw ctx.fail("begin and size must be constant")
         }
         let shape = ctx.shape(ctx.input(0))
-        let begin = try Self.integers(ctx, 1), size = try Self.integers(ctx, 2)
+        let begin = try ctx.integers(input: 1), size = try ctx.integers(input: 2)
         guard begin.count == shape.count, size.count == shape.count else {
             throw ctx.fail("begin \(begin) and size \(size) do not fit the input shape \(shape)")
         }
@@ -53,19 +53,13 @@ final class StridedSlice: RowKernel {
         try self.init(ctx, starts: begin, steps: Array(repeating: 1, count: shape.count), counts: counts, outputShape: counts)
     }
 
-    /// A constant int32 or int64 input as integers.
-    static func integers(_ ctx: PrepareContext, _ index: Int) throws -> [Int] {
-        let tensor = ctx.input(index)
-        return ctx.type(tensor) == .int64 ? try ctx.constant(tensor, as: Int64.self).map(Int.init) : try ctx.constant(tensor, as: Int32.self).map(Int.init)
-    }
-
     convenience init(_ ctx: PrepareContext, options: StridedSliceOptions) throws {
         guard options.ellipsisMask == 0, options.newAxisMask == 0 else { throw ctx.fail("ellipsis and new-axis masks are not supported") }
         guard !options.offset else { throw ctx.fail("offset (end relative to begin) is not supported") }
         guard (2...4).contains(ctx.op.inputs.count), (1...3).allSatisfy({ ctx.isConstant(ctx.input($0)) }) else {
             throw ctx.fail("begin, end and strides must be constant")
         }
-        func values(_ index: Int) throws -> [Int] { try Self.integers(ctx, index) }
+        func values(_ index: Int) throws -> [Int] { try ctx.integers(input: index) }
         let shape = ctx.shape(ctx.input(0))
         let rank = shape.count
         let begin = try values(1), end = try values(2), strides = try values(3)

@@ -19,8 +19,7 @@ final class Transpose: RowKernel {
         elementSize = size
         let permutation = ctx.input(1)
         guard ctx.isConstant(permutation) else { throw ctx.fail("the permutation must be constant") }
-        let perm = ctx.type(permutation) == .int64
-            ? try ctx.constant(permutation, as: Int64.self).map(Int.init) : try ctx.constant(permutation, as: Int32.self).map(Int.init)
+        let perm = try ctx.integers(input: 1)
         let shape = ctx.shape(input)
         let rank = shape.count
         guard rank <= Self.maxRank, perm.count == rank, perm.sorted() == Array(0..<rank) else {

@@ -32,8 +32,7 @@ final class PaddedAdd: RowKernel {
               ctx.isConstant(op.inputs[1]), !graph.outputs.contains(op.outputs[0]) else { return nil }
         let x = op.inputs[0], padded = op.outputs[0], shape = ctx.shape(x)
         guard let channels = shape.last, channels > 0, !shape.isEmpty else { return nil }
-        let paddings = ctx.type(op.inputs[1]) == .int64 ? try ctx.constant(op.inputs[1], as: Int64.self).map(Int.init)
-                                                        : try ctx.constant(op.inputs[1], as: Int32.self).map(Int.init)
+        let paddings = try ctx.integers(input: 1)
         // Only zeros after the last axis.
         guard paddings.count == 2 * shape.count, paddings.dropLast().allSatisfy({ $0 == 0 }), let after = paddings.last, after > 0 else { return nil }
         let readers = graph.operators.filter { $0.inputs.contains(padded) }
