@@ -156,6 +156,10 @@ struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
 
 /// A JSON response from a JSON-serializable object.
 func jsonResponse(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-    return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: jsonData(object))))
+}
+
+/// A JSON-serializable object as one line of JSON, keys sorted (`{}` if it is not serializable).
+func jsonData(_ object: Any) -> Data {
+    (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
 }

@@ -77,7 +77,7 @@ final class EventHub: @unchecked Sendable {
         var object = object
         object["type"] = type
         if let source { object["source"] = source }
-        let data = Self.serialize(object)
+        let data = jsonData(object)
         var serverSent: Message?
         var live: Message?
         for subscriber in all {
@@ -107,17 +107,13 @@ final class EventHub: @unchecked Sendable {
         }
         var object = object
         object["jpeg_bytes"] = picture.readableBytes
-        let line = Self.serialize(object)
+        let line = jsonData(object)
         var bytes = ByteBuffer()
         bytes.reserveCapacity(line.count + 1 + picture.readableBytes)
         bytes.writeBytes(line)
         bytes.writeString("\n")
         bytes.writeImmutableBuffer(picture)
         return Message(type: type, source: source, json: json, frame: frame, bytes: bytes)
-    }
-
-    private static func serialize(_ object: [String: Any]) -> Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 
     /// A stream of the events from now on of `sources` and `types` (nil: all), ending at

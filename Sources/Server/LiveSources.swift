@@ -251,7 +251,7 @@ final class LiveSource: @unchecked Sendable {
             }
             guard events.subscriberCount > 0 else { return }
             let image = item.frame.image
-            events.publish("detection", source: id, [
+            var event: [String: Any] = [
                 "frame": number, "time": (item.frame.time * 1000).rounded() / 1000,
                 "decoded_at": (item.decodedAt.timeIntervalSince1970 * 1000).rounded(),
                 "width": image.width, "height": image.height, "inference_ms": round1(item.inferenceMilliseconds),
@@ -266,8 +266,9 @@ final class LiveSource: @unchecked Sendable {
                     }
                     return object
                 },
-            ].merging(rectangles.map { ["rectangles": $0.map(\.jsonObject)] } ?? [:]) { a, _ in a },
-            frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
+            ]
+            if let rectangles { event["rectangles"] = rectangles.map(\.jsonObject) }
+            events.publish("detection", source: id, event, frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
         case .recorder:
             break
         }
