@@ -732,6 +732,24 @@ def fast_path_cases():
         save(name, tensors, [0], [5], [
             (Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None),
             (Op.CONV_2D, None, [2, 3, 4], [5], Opt.Conv2DOptions, opt, None)])
+    # Float depthwise shapes for the fast path's AVX-512 kernel: 3x3 stride 1 (columns that slide,
+    # padding on every side, a partial block of 8), stride 2 over a batch (two blocks at a time, the
+    # second partial), dilation 2 (three blocks), a row too narrow for any column to slide, and a
+    # 5x5 dilated filter (the general path, a partial block).
+    for name, shape, k, stride, dilation, padding, act in [
+            ("depthwise_float32_3x3_c24_same", [1, 13, 17, 24], 3, 1, 1, Padding.SAME, Act.RELU6),
+            ("depthwise_float32_3x3_s2_c28_batch2", [2, 11, 9, 28], 3, 2, 1, Padding.SAME, Act.NONE),
+            ("depthwise_float32_3x3_dilated_c40", [1, 9, 10, 40], 3, 1, 2, Padding.SAME, Act.RELU),
+            ("depthwise_float32_3x3_c16_width2", [1, 5, 2, 16], 3, 1, 1, Padding.SAME, Act.NONE),
+            ("depthwise_float32_5x5_dilated_c19_valid", [1, 14, 12, 19], 5, 1, 2, Padding.VALID, Act.NONE)]:
+        channels = shape[3]
+        oh, ow = output_size(shape[1], shape[2], k, stride, dilation, padding)
+        filt = T([1, k, k, channels], TT.FLOAT32, data=rng.normal(0, 0.4, [1, k, k, channels]).astype(np.float32))
+        bias = T([channels], TT.FLOAT32, data=rng.normal(0, 0.5, [channels]).astype(np.float32))
+        opt = options("DepthwiseConv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, DepthMultiplier=1,
+                      FusedActivationFunction=act, DilationWFactor=dilation, DilationHFactor=dilation)
+        save(name, [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, channels], TT.FLOAT32)], [0], [3],
+             [(Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions, opt, None)])
 
 
 

@@ -241,6 +241,7 @@ public final class Interpreter {
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"
         case is GlobalDepthwise: "global"
+        case is AVX512Depthwise: "avx512"
         case is FoldedRelu: "folded"
         default: "reference"
         }

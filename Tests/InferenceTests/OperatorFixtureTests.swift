@@ -63,6 +63,24 @@ import TFLiteFormat
         #expect(actual.data.count == expected.data.count && mismatches == 0, "\(name): \(mismatches) of \(actual.data.count) bytes differ")
     }
 
+    /// Whether this machine's CPU reports AVX-512F (read from /proc/cpuinfo, not from Spotter).
+    static let cpuHasAVX512F = ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? "")
+        .split(separator: "\n").first { $0.hasPrefix("flags") }?.split(separator: " ").contains("avx512f") ?? false
+
+    /// Float depthwise layers with one output channel per input channel run on Spotter's AVX-512
+    /// kernel where the CPU has AVX-512F (sliding 3x3 rows, two blocks at a time, dilation, the
+    /// general path) and agree with LiteRT's default path (XNNPACK) to float rounding.
+    @Test("float depthwise layers run on the AVX-512 kernel and agree with LiteRT's XNNPACK", arguments: [
+        "depthwise_float32_3x3_c24_same", "depthwise_float32_3x3_s2_c28_batch2", "depthwise_float32_3x3_dilated_c40",
+        "depthwise_float32_3x3_c16_width2", "depthwise_float32_5x5_dilated_c19_valid", "depthwise_float32_valid_s2",
+    ])
+    func floatDepthwiseAgreesWithLiteRTDefaultPath(_ name: String) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        if Self.cpuHasAVX512F { #expect(try interpreter.profile(runs: 1).map(\.backend) == ["avx512"], "\(name)") }
+        let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output0.npy"))
+        expectClose(try interpreter.output(at: 0).values(as: Float.self), expected.values(as: Float.self), relative: 1e-5, name)
+    }
+
     /// YOLOv8's `x * LOGISTIC(x)` becomes one table lookup on the fast path, unless something else
     /// reads the LOGISTIC's output; either way the bytes are LiteRT's XNNPACK bytes.
     @Test("SiLU is one table only where the sigmoid is not needed elsewhere", arguments: [

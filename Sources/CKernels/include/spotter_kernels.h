@@ -140,4 +140,25 @@ void spotter_softmax_q8_16rows(const void* input, void* output, size_t rows, siz
 /// maximum with lo, then the minimum with hi. AVX-512F (spotter_has_avx512f).
 void spotter_padded_add_f32(const float* a, const float* x, float* y, size_t rows, size_t inner, size_t outer, float lo, float hi);
 
+/// A float32 NHWC depthwise convolution (TFLite's DEPTHWISE_CONV_2D with depth multiplier 1: a
+/// [1, k_h, k_w, channels] filter) on AVX-512F (spotter_has_avx512f): per output pixel and block of
+/// 16 channels, the bias plus each tap's product in filter order (row by row), then the clamp.
+typedef struct spotter_dwconv_f32 {
+    int32_t batches, in_h, in_w, channels, out_h, out_w;
+    int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    float out_min, out_max;      ///< the fused activation's clamp
+    const float* packed;         ///< made by spotter_dwconv_f32_pack
+    const float* zero_row;       ///< in_w * channels zeros, read for filter rows in the padding
+} spotter_dwconv_f32;
+
+/// Floats spotter_dwconv_f32_pack writes: per block of 16 channels, 16 biases then k_h * k_w
+/// vectors of 16 weights, zero past `channels`.
+size_t spotter_dwconv_f32_packed_count(const spotter_dwconv_f32* conv);
+
+/// Packs the [1, k_h, k_w, channels] `weights` and `bias` (NULL: zeros) for the kernel.
+void spotter_dwconv_f32_pack(const spotter_dwconv_f32* conv, const float* weights, const float* bias, float* packed);
+
+/// Runs the convolution; output rows are split across the pool's threads (pool may be NULL).
+void spotter_dwconv_f32_run(const spotter_dwconv_f32* conv, const float* input, float* output, pthreadpool_t pool);
+
 #endif

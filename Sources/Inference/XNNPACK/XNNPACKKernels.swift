@@ -17,7 +17,8 @@ final class FoldedRelu: Kernel {
 /// DEQUANTIZE (float32 to and from uint8/int8), HARD_SWISH (float32), RESIZE_BILINEAR (uint8,
 /// int8, float32), RELU and RELU6 (float32; uint8/int8 when input and output share quantization).
 /// CONV_2D runs on Spotter's own kernels where the CPU has their instructions: 8-bit on AVX-512 VNNI
-/// (``VNNIConvolution``), float32 and 8-bit on AVX2 (``AVX2Convolution``, ``AVX2QuantizedConvolution``). PAD runs the
+/// (``VNNIConvolution``), float32 and 8-bit on AVX2 (``AVX2Convolution``, ``AVX2QuantizedConvolution``); float32
+/// DEPTHWISE_CONV_2D on AVX-512 (``AVX512Depthwise``). PAD runs the
 /// reference kernel's rows across the pool (Debian's XNNPACK took 7 ms to pad YOLOv8's 640x640 RGB
 /// input, the reference 0.8).
 enum XNNPACKKernels {
@@ -43,6 +44,7 @@ enum XNNPACKKernels {
             return try convolution(ctx, pool, options, depthwise: false)
         case (.depthwiseConv2D, .depthwiseConv2D(let options)):
             if let kernel = try GlobalDepthwise.make(ctx, options: options) { return kernel }
+            if let kernel = try AVX512Depthwise.make(ctx, pool: pool, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: true)
         case (.fullyConnected, .fullyConnected(let activation, let keepNumDims, 0)):
             return try fullyConnected(ctx, pool, activation, keepNumDims)
