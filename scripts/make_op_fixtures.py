@@ -750,6 +750,13 @@ def fast_path_cases():
                       FusedActivationFunction=act, DilationWFactor=dilation, DilationHFactor=dilation)
         save(name, [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, channels], TT.FLOAT32)], [0], [3],
              [(Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions, opt, None)])
+    # 8-bit convolutions whose filter rows the VNNI kernel reads in place (k_w * in_c a multiple of
+    # 4): stride 2 over a batch with SAME padding (edge pixels copied, rows above and below read as
+    # zero points, tasks crossing images), and a uint8 5x5 (its row sums over five filter rows).
+    quantized_convolutions([
+        ("conv2d_int8_3x3_s2_c8_to_24_batch2_in_place", TT.INT8, [2, 13, 11, 8], 3, 2, 1, Padding.SAME, 24, Act.RELU),
+        ("conv2d_uint8_5x5_c4_to_33_in_place", TT.UINT8, [1, 9, 14, 4], 5, 1, 1, Padding.SAME, 33, Act.NONE),
+    ])
 
 
 

@@ -5,6 +5,7 @@
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define MR 8
+#define MAX_ROWS_PER_TASK 64
 
 int spotter_has_vnni(void) {
     __builtin_cpu_init();
@@ -49,6 +50,32 @@ TARGET static inline void put(uint8_t* dst, const uint8_t* src, uint8_t value, s
     }
 }
 
+/// Writes one filter row of a receptive field (k_w * in_c bytes) to `dst`: the taps of input row `y`
+/// of image `b` from column `x0` on, x_zero for taps (or a whole row) in the padding.
+TARGET static inline __attribute__((always_inline)) void filter_row(const spotter_conv* c, const uint8_t* input, int32_t b, int32_t y, int32_t x0, uint8_t* dst) {
+    const size_t field_row = (size_t)c->k_w * c->in_c;
+    if (y < 0 || y >= c->in_h) {
+        put(dst, NULL, c->in_zero, field_row);
+    } else if (c->dil_w == 1 && x0 >= 0 && x0 + c->k_w <= c->in_w) {
+        // The filter row's taps are consecutive pixels: one copy.
+        put(dst, input + (((size_t)b * c->in_h + y) * c->in_w + x0) * c->in_c, 0, field_row);
+    } else {
+        for (int32_t kx = 0; kx < c->k_w; kx++, dst += c->in_c) {
+            const int32_t x = x0 + kx * c->dil_w;
+            const uint8_t* src = x < 0 || x >= c->in_w ? NULL : input + (((size_t)b * c->in_h + y) * c->in_w + x) * c->in_c;
+            put(dst, src, c->in_zero, (size_t)c->in_c);
+        }
+    }
+}
+
+/// Steps output pixel coordinates (image `b`, row `oy`, column `ox`) to the next pixel.
+static inline void next_pixel(const spotter_conv* c, int32_t* b, int32_t* oy, int32_t* ox) {
+    if (++*ox == c->out_w) {
+        *ox = 0;
+        if (++*oy == c->out_h) { *oy = 0; ++*b; }
+    }
+}
+
 /// Writes im2col rows [row_begin, row_end) to `dst`: each output pixel's receptive field, x_zero in
 /// padding, zero in the k4 tail.
 TARGET static void im2col_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end, uint8_t* dst) {
@@ -56,35 +83,42 @@ TARGET static void im2col_rows(const spotter_conv* c, const uint8_t* input, int3
     const size_t field_row = (size_t)c->k_w * c->in_c, tail = (size_t)(c->k4 - c->k);
     // Coordinates of the first row, then stepped row by row (no division per row).
     int32_t b = row_begin / pixels, oy = (row_begin % pixels) / c->out_w, ox = row_begin % c->out_w;
-    for (int32_t row = row_begin; row < row_end; row++) {
-        if (row > row_begin && ++ox == c->out_w) {
-            ox = 0;
-            if (++oy == c->out_h) { oy = 0; b++; }
-        }
+    for (int32_t row = row_begin; row < row_end; row++, next_pixel(c, &b, &oy, &ox)) {
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
-        const int x_inside = c->dil_w == 1 && x0 >= 0 && x0 + c->k_w <= c->in_w;
-        for (int32_t ky = 0; ky < c->k_h; ky++) {
-            const int32_t y = y0 + ky * c->dil_h;
-            if (y < 0 || y >= c->in_h) {
-                put(dst, NULL, c->in_zero, field_row);
-                dst += field_row;
-                continue;
-            }
-            if (x_inside) {
-                // The filter row's taps are consecutive pixels: one copy.
-                put(dst, input + (((size_t)b * c->in_h + y) * c->in_w + x0) * c->in_c, 0, field_row);
-                dst += field_row;
-                continue;
-            }
-            for (int32_t kx = 0; kx < c->k_w; kx++) {
-                const int32_t x = x0 + kx * c->dil_w;
-                const uint8_t* src = x < 0 || x >= c->in_w ? NULL : input + (((size_t)b * c->in_h + y) * c->in_w + x) * c->in_c;
-                put(dst, src, c->in_zero, (size_t)c->in_c);
-                dst += c->in_c;
-            }
-        }
+        for (int32_t ky = 0; ky < c->k_h; ky++, dst += field_row) filter_row(c, input, b, y0 + ky * c->dil_h, x0, dst);
         if (tail) fill_short(dst, 0, tail);
         dst += tail;
+    }
+}
+
+/// Points `segments` (filter row by filter row, MAX_ROWS_PER_TASK apart) at each filter row of the
+/// receptive fields of rows [row_begin, row_end): into the input where the row lies inside it, at
+/// `padding` (k_w * in_c bytes of x_zero) where it lies wholly above or below, else at a copy in
+/// `border` (row r's at r * k4). Needs k_w * in_c a multiple of 4 and no dilation along x.
+TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end,
+                              const uint8_t** segments, uint8_t* border, const uint8_t* padding) {
+    const int32_t pixels = c->out_h * c->out_w;
+    const size_t field_row = (size_t)c->k_w * c->in_c;
+    int32_t b = row_begin / pixels, oy = (row_begin % pixels) / c->out_w, ox = row_begin % c->out_w;
+    const uint8_t* lines[c->k_h];  // the input rows the current output row reads, NULL in the padding
+    for (int32_t r = 0; r < row_end - row_begin; r++, next_pixel(c, &b, &oy, &ox)) {
+        const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
+        if (r == 0 || ox == 0) {
+            for (int32_t ky = 0; ky < c->k_h; ky++) {
+                const int32_t y = y0 + ky * c->dil_h;
+                lines[ky] = y < 0 || y >= c->in_h ? NULL : input + ((size_t)b * c->in_h + y) * c->in_w * c->in_c;
+            }
+        }
+        if (x0 >= 0 && x0 + c->k_w <= c->in_w) {
+            const size_t offset = (size_t)x0 * c->in_c;
+            for (int32_t ky = 0; ky < c->k_h; ky++) segments[ky * MAX_ROWS_PER_TASK + r] = lines[ky] ? lines[ky] + offset : padding;
+            continue;
+        }
+        for (int32_t ky = 0; ky < c->k_h; ky++) {
+            uint8_t* dst = border + (size_t)r * c->k4 + (size_t)ky * field_row;
+            filter_row(c, input, b, y0 + ky * c->dil_h, x0, dst);
+            segments[ky * MAX_ROWS_PER_TASK + r] = dst;
+        }
     }
 }
 
@@ -96,8 +130,6 @@ typedef struct {
     int32_t rows_per_task;
 } task_context;
 
-#define MAX_ROWS_PER_TASK 64
-
 /// Output rows per task for a receptive field of k4 bytes: a multiple of MR, at most 64, their im2col
 /// rows at most SPOTTER_CONV_MAX_TASK_BYTES.
 static int32_t task_rows(int32_t k4) {
@@ -105,37 +137,44 @@ static int32_t task_rows(int32_t k4) {
     return rows > MAX_ROWS_PER_TASK ? MAX_ROWS_PER_TASK : rows;
 }
 
-/// One block of 32 channels over a task's rows, MR rows a tile. `halves` (a constant in each
+/// One block of 32 channels over a task's rows, MR rows a tile. Each row's receptive field is
+/// `count` segments of `quads` groups of 4 bytes: `segments[s * MAX_ROWS_PER_TASK + r]` is segment
+/// s of row r (the weights run through the segments in order). `halves` (a constant in each
 /// instance) is 2, or 1 for a block whose channels end in its first 16: the second half's products
 /// are then not computed at all (a first layer's 16 channels, YOLO's 80-class heads).
-TARGET static inline __attribute__((always_inline)) void block_tiles(const task_context* t, int32_t begin, int32_t end, const uint8_t* a,
-                                                                     int32_t lda, const int32_t* sums, const int8_t* b, int32_t n0,
+TARGET static inline __attribute__((always_inline)) void block_tiles(const task_context* t, int32_t begin, int32_t end,
+                                                                     const uint8_t* const* segments, int32_t count, int32_t quads,
+                                                                     const int32_t* sums, const int8_t* b, int32_t n0,
                                                                      const int32_t flip, const int halves, const __m512i* factor,
                                                                      const __m512i* constant, const __m512* scale, const __mmask16* store_mask) {
     const spotter_conv* c = t->conv;
-    const int32_t quads = c->k4 / 4;
     const __m512i out_zero = _mm512_set1_epi32(c->out_zero);
     const __m512i out_min = _mm512_set1_epi32(c->out_min);
     const __m512 out_max_less_zero = _mm512_set1_ps((float)(c->out_max - c->out_zero));
     for (int32_t m = 0; m < end - begin; m += MR) {
-        const uint8_t* rows[MR];
-        for (int r = 0; r < MR; r++) {
-            int32_t row = m + r < end - begin ? m + r : end - begin - 1;
-            rows[r] = a + (size_t)row * lda;
-        }
-        __m512i acc[MR][2];
-        for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+        // Named accumulators: as an array across the loop over segments, the compiler stored
+        // every one of them after each product.
+        __m512i a00 = _mm512_setzero_si512(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        __m512i a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00;
         const int8_t* bq = b;
-        for (int32_t q = 0; q < quads; q++, bq += 4 * SPOTTER_CONV_NR) {
-            const __m512i b0 = _mm512_loadu_si512(bq), b1 = halves == 2 ? _mm512_loadu_si512(bq + 64) : b0;
-            for (int r = 0; r < MR; r++) {
-                int32_t word;
-                memcpy(&word, rows[r] + 4 * q, 4);
-                const __m512i av = _mm512_set1_epi32(word ^ flip);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-                if (halves == 2) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+        for (int32_t s = 0; s < count; s++) {
+            const uint8_t* rows[MR];
+            for (int r = 0; r < MR; r++) rows[r] = segments[s * MAX_ROWS_PER_TASK + (m + r < end - begin ? m + r : end - begin - 1)];
+            for (int32_t q = 0; q < quads; q++, bq += 4 * SPOTTER_CONV_NR) {
+                const __m512i b0 = _mm512_loadu_si512(bq), b1 = halves == 2 ? _mm512_loadu_si512(bq + 64) : b0;
+#define PRODUCTS(R)                                                                     \
+                {                                                                       \
+                    int32_t word;                                                       \
+                    memcpy(&word, rows[R] + 4 * q, 4);                                  \
+                    const __m512i av = _mm512_set1_epi32(word ^ flip);                  \
+                    a##R##0 = _mm512_dpbusd_epi32(a##R##0, av, b0);                     \
+                    if (halves == 2) a##R##1 = _mm512_dpbusd_epi32(a##R##1, av, b1);    \
+                }
+                PRODUCTS(0) PRODUCTS(1) PRODUCTS(2) PRODUCTS(3) PRODUCTS(4) PRODUCTS(5) PRODUCTS(6) PRODUCTS(7)
+#undef PRODUCTS
             }
         }
+        const __m512i acc[MR][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}, {a60, a61}, {a70, a71}};
         for (int r = 0; r < MR && m + r < end - begin; r++) {
             const __m512i sum = _mm512_set1_epi32(flip ? 0 : sums[m + r]);
             uint8_t* out = t->output + (size_t)(begin + m + r) * c->out_c + n0;
@@ -153,26 +192,39 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
 
 /// One task's rows; `flip` (and so whether row sums are needed) is a constant in each of the two
 /// instances below, so the unsigned kernel's loop has no XOR.
+///
+/// The A rows are read where they are: a 1x1 layer's input rows directly; with filter rows whose
+/// taps are a multiple of 4 bytes and consecutive (no dilation along x), each filter row in the
+/// input (a copy only for pixels at the edges); otherwise whole im2col rows copied to the stack.
 TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque, size_t task, const int32_t flip) {
     const task_context* t = (const task_context*)opaque;
     const spotter_conv* c = t->conv;
     const int32_t begin = (int32_t)task * t->rows_per_task;
     const int32_t end = begin + t->rows_per_task < t->rows ? begin + t->rows_per_task : t->rows;
-    // The task's own im2col rows, on its stack (at most SPOTTER_CONV_MAX_TASK_BYTES).
-    uint8_t columns[c->direct ? 1 : (size_t)(end - begin) * c->k4];
-    const uint8_t* a;
-    int32_t lda;
+    const int segmented = !c->direct && c->dil_w == 1 && (c->k_w * c->in_c) % 4 == 0;
+    const int32_t count = segmented ? c->k_h : 1;
+    const int32_t length = c->direct ? c->in_c : segmented ? c->k_w * c->in_c : c->k4;
+    // im2col rows, or the copies of edge pixels' filter rows, on the task's stack (at most
+    // SPOTTER_CONV_MAX_TASK_BYTES).
+    // With segments, a filter row of x_zero bytes follows the rows for those wholly in the padding.
+    uint8_t columns[c->direct ? 1 : (size_t)(end - begin) * c->k4 + (segmented ? (size_t)length : 0)];
+    const uint8_t* segments[count * MAX_ROWS_PER_TASK];
     if (c->direct) {
-        a = t->input + (size_t)begin * c->in_c;
-        lda = c->in_c;
+        for (int32_t r = 0; r < end - begin; r++) segments[r] = t->input + (size_t)(begin + r) * c->in_c;
+    } else if (segmented) {
+        uint8_t* padding = columns + (size_t)(end - begin) * c->k4;
+        memset(padding, c->in_zero, (size_t)length);
+        point_rows(c, t->input, begin, end, segments, columns, padding);
     } else {
         im2col_rows(c, t->input, begin, end, columns);
-        a = columns;
-        lda = c->k4;
+        for (int32_t r = 0; r < end - begin; r++) segments[r] = columns + (size_t)r * c->k4;
     }
     int32_t sums[MAX_ROWS_PER_TASK];
     if (!flip) {
-        for (int32_t r = 0; r < end - begin; r++) sums[r] = row_sum(a + (size_t)r * lda, c->k);
+        for (int32_t r = 0; r < end - begin; r++) {
+            sums[r] = 0;
+            for (int32_t s = 0; s < count; s++) sums[r] += row_sum(segments[s * MAX_ROWS_PER_TASK + r], length);
+        }
     }
 
     const int32_t blocks = (c->out_c + SPOTTER_CONV_NR - 1) / SPOTTER_CONV_NR;
@@ -193,9 +245,9 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
             valid >= 32 ? (__mmask16)0xFFFF : (valid > 16 ? (__mmask16)((1u << (valid - 16)) - 1) : (__mmask16)0),
         };
         if (valid > 16) {
-            block_tiles(t, begin, end, a, lda, sums, b, n0, flip, 2, factor, constant, scale, store_mask);
+            block_tiles(t, begin, end, segments, count, length / 4, sums, b, n0, flip, 2, factor, constant, scale, store_mask);
         } else {
-            block_tiles(t, begin, end, a, lda, sums, b, n0, flip, 1, factor, constant, scale, store_mask);
+            block_tiles(t, begin, end, segments, count, length / 4, sums, b, n0, flip, 1, factor, constant, scale, store_mask);
         }
     }
 }

@@ -24,8 +24,11 @@ void spotter_release_free_memory(void);
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
 int spotter_has_vnni(void);
 
-/// An 8-bit convolution as an im2col GEMM on VNNI: uint8 (TFLite's asymmetric per-tensor scheme) or
-/// int8 (weights with zero point 0, per-channel scales).
+/// An 8-bit convolution as a GEMM on VNNI: uint8 (TFLite's asymmetric per-tensor scheme) or int8
+/// (weights with zero point 0, per-channel scales). The GEMM's A rows (receptive fields) are read in
+/// place where they can be: a 1x1 layer's input rows; each filter row in the input when its taps are
+/// consecutive and a multiple of 4 bytes (k_w * in_c, no dilation along x), copied only at the edges;
+/// otherwise whole im2col rows.
 ///
 /// VNNI multiplies unsigned bytes by signed ones. The A bytes (input or im2col) are read XOR `a_flip`:
 /// 0 for uint8, 0x80808080 for int8 (no other value), which makes each int8 x the unsigned x + 128. Weights are packed
@@ -36,8 +39,8 @@ int spotter_has_vnni(void);
 /// int8: col_factor = 0 (row sums are skipped), col_const = bias - (128 + x_zero) * sum_k(w).
 /// Padded taps read x_zero. The output is requantized as XNNPACK (and so LiteRT's default CPU path) does:
 ///   out = max(min(rint(float(acc) * scale[n]), out_max - out_zero) + out_zero, out_min)
-/// Each task's im2col rows (8 to 64 of them) live on its stack, at most SPOTTER_CONV_MAX_TASK_BYTES;
-/// callers keep k4 <= SPOTTER_CONV_MAX_TASK_BYTES / 8.
+/// Each task's copies (im2col rows, or edge pixels' filter rows; 8 to 64 rows) live on its stack, at
+/// most SPOTTER_CONV_MAX_TASK_BYTES plus one filter row; callers keep k4 <= SPOTTER_CONV_MAX_TASK_BYTES / 8.
 typedef struct spotter_conv {
     int32_t batches, in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;

@@ -3,8 +3,9 @@ internal import CXNNPACK
 import TFLiteFormat
 
 /// 8-bit CONV_2D with Spotter's AVX-512 VNNI kernel (Sources/CKernels): uint8 per-tensor (TFLite's
-/// SSD models) and int8 with per-channel scales (Ultralytics' and most newer exports). An im2col
-/// GEMM with exact int32 accumulators, requantized in float as XNNPACK does, so it agrees with
+/// SSD models) and int8 with per-channel scales (Ultralytics' and most newer exports). A GEMM with
+/// exact int32 accumulators over receptive fields read in place (im2col copies only where filter rows
+/// are not whole groups of 4 bytes, and at the edges), requantized in float as XNNPACK does, so it agrees with
 /// LiteRT's default XNNPACK path. Used by the XNNPACK backend on CPUs with VNNI, which Debian's
 /// XNNPACK (2022) does not use.
 final class VNNIConvolution: Kernel {
@@ -13,7 +14,7 @@ final class VNNIConvolution: Kernel {
 
     /// Whether this CPU can run the kernel (checked once per process).
     static let isAvailable = spotter_has_vnni() != 0
-    /// Longer receptive fields run elsewhere: each task keeps eight or more im2col rows on its stack.
+    /// Longer receptive fields run elsewhere: each task may keep eight or more im2col rows on its stack.
     static let maximumFieldLength = Int(SPOTTER_CONV_MAX_TASK_BYTES) / 8
 
     private let input, output: Int
