@@ -161,10 +161,7 @@ struct EdgeMap {
                 }
             }
         }
-        magnitude.withUnsafeMutableBufferPointer { m in
-            for i in m.indices { m[i] = m[i].squareRoot() }
-        }
-        isEdge = Self.thinEdges(magnitude: magnitude, gx: gx, gy: gy, width: w, height: h)
+        isEdge = Self.thinEdges(squaredMagnitude: magnitude, gx: gx, gy: gy, width: w, height: h)
         self.gx = gx
         self.gy = gy
     }
@@ -237,40 +234,89 @@ struct EdgeMap {
         return out
     }
 
-    /// Non-maximum suppression across the edge, then hysteresis from strong pixels through weak ones.
-    static func thinEdges(magnitude m: [Float], gx: [Float], gy: [Float], width w: Int, height h: Int) -> [UInt8] {
+    /// Non-maximum suppression across the edge, then hysteresis from strong pixels through weak ones,
+    /// on squared gradient magnitudes (the thresholds squared: the same order, no roots).
+    static func thinEdges(squaredMagnitude m: [Float], gx: [Float], gy: [Float], width w: Int, height h: Int) -> [UInt8] {
         var state = [UInt8](repeating: 0, count: w * h)   // 0 none, 1 weak, 2 strong
         guard w >= 3 && h >= 3, m.count >= w * h, gx.count >= w * h, gy.count >= w * h else { return state }
         var stack: [Int] = []
+        let low = lowThreshold * lowThreshold, high = highThreshold * highThreshold
         // Pixels 1...w-2 of rows 1...h-2 only, so every neighbour read below is inside the arrays.
         m.withUnsafeBufferPointer { m in
             gx.withUnsafeBufferPointer { gx in
                 gy.withUnsafeBufferPointer { gy in
                     state.withUnsafeMutableBufferPointer { state in
+                        let (mp, gxp, gyp, sp) = (m.baseAddress!, gx.baseAddress!, gy.baseAddress!, state.baseAddress!)
                         for y in 1..<(h - 1) {
-                            for x in 1..<(w - 1) {
-                                let i = y * w + x, v = m[i]
-                                guard v >= lowThreshold else { continue }
-                                let ax = abs(gx[i]), ay = abs(gy[i])
-                                let step: Int
-                                if ax > 2.414 * ay { step = 1 } else if ay > 2.414 * ax { step = w } else { step = (gx[i] * gy[i] > 0) ? w + 1 : w - 1 }
-                                guard v > m[i - step] && v >= m[i + step] else { continue }
-                                if v >= highThreshold { state[i] = 2; stack.append(i) } else { state[i] = 1 }
+                            let row = y * w
+                            var x = 1
+                            while x + 8 <= w - 1 {
+                                let strong = suppressEight(mp + row + x, gxp + row + x, gyp + row + x, sp + row + x, width: w, low: low, high: high)
+                                var bits = strong
+                                while bits != 0 {
+                                    stack.append(row + x + bits.trailingZeroBitCount)
+                                    bits &= bits - 1
+                                }
+                                x += 8
+                            }
+                            while x < w - 1 {
+                                let i = row + x, v = mp[i]
+                                x += 1
+                                guard v >= low else { continue }
+                                let step = direction(gxp[i], gyp[i], width: w)
+                                guard v > mp[i - step] && v >= mp[i + step] else { continue }
+                                if v >= high { sp[i] = 2; stack.append(i) } else { sp[i] = 1 }
                             }
                         }
                         // Hysteresis: only inner pixels are ever marked, so their neighbours are inside.
-                        let neighbours = [-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1]
                         while let i = stack.popLast() {
-                            for step in neighbours {
-                                let j = i + step
-                                if state[j] == 1 { state[j] = 2; stack.append(j) }
+                            @inline(__always) func grow(_ j: Int) {
+                                if sp[j] == 1 { sp[j] = 2; stack.append(j) }
                             }
+                            grow(i &- w &- 1); grow(i &- w); grow(i &- w &+ 1); grow(i &- 1)
+                            grow(i &+ 1); grow(i &+ w &- 1); grow(i &+ w); grow(i &+ w &+ 1)
                         }
-                        for i in 0..<state.count { state[i] = state[i] == 2 ? 1 : 0 }
+                        // Strong (2) becomes an edge (1); weak (1) and none (0) become 0.
+                        for i in 0..<state.count { sp[i] = sp[i] &>> 1 }
                     }
                 }
             }
         }
         return state
+    }
+
+    /// The neighbour offset across the edge at a pixel with gradient (gx, gy): along x, along y, or
+    /// one of the diagonals (within 22.5 degrees of each).
+    @inline(__always)
+    static func direction(_ gx: Float, _ gy: Float, width w: Int) -> Int {
+        let ax = abs(gx), ay = abs(gy)
+        if ax > 2.414 * ay { return 1 }
+        if ay > 2.414 * ax { return w }
+        return gx * gy > 0 ? w + 1 : w - 1
+    }
+
+    /// Non-maximum suppression of eight consecutive pixels at once, as the scalar loop decides
+    /// each: writes their states (0, 1 weak, 2 strong) and returns the strong ones as bits.
+    @inline(__always)
+    static func suppressEight(_ m: UnsafePointer<Float>, _ gx: UnsafePointer<Float>, _ gy: UnsafePointer<Float>,
+                              _ state: UnsafeMutablePointer<UInt8>, width w: Int, low: Float, high: Float) -> UInt8 {
+        typealias V = SIMD8<Float>
+        func load(_ p: UnsafePointer<Float>) -> V { UnsafeRawPointer(p).loadUnaligned(as: V.self) }
+        let v = load(m)
+        let candidates = v .>= V(repeating: low)
+        if !any(candidates) { return 0 }
+        let gxs = load(gx), gys = load(gy)
+        let ax = gxs.replacing(with: -gxs, where: gxs .< 0), ay = gys.replacing(with: -gys, where: gys .< 0)
+        let alongX = ax .> 2.414 * ay, alongY = ay .> 2.414 * ax, rising = gxs * gys .> 0
+        let diagonalBefore = load(m - w - 1).replacing(with: load(m - w + 1), where: .!rising)
+        let diagonalAfter = load(m + w + 1).replacing(with: load(m + w - 1), where: .!rising)
+        let before = diagonalBefore.replacing(with: load(m - w), where: alongY).replacing(with: load(m - 1), where: alongX)
+        let after = diagonalAfter.replacing(with: load(m + w), where: alongY).replacing(with: load(m + 1), where: alongX)
+        let kept = candidates .& (v .> before) .& (v .>= after)
+        let strong = kept .& (v .>= V(repeating: high))
+        let zero = SIMD8<Int32>(repeating: 0)
+        let states = zero.replacing(with: 1, where: kept).replacing(with: 2, where: strong)
+        UnsafeMutableRawPointer(state).storeBytes(of: SIMD8<UInt8>(truncatingIfNeeded: states), as: SIMD8<UInt8>.self)
+        return UInt8(truncatingIfNeeded: zero.replacing(with: SIMD8(1, 2, 4, 8, 16, 32, 64, 128), where: strong).wrappedSum())
     }
 }

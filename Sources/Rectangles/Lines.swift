@@ -153,43 +153,51 @@ enum LineFinder {
     /// Ordered runs of 8-connected edge pixels, traced both ways from each unvisited pixel.
     static func chains(in edges: EdgeMap) -> [[Point]] {
         let w = edges.width, h = edges.height
-        var visited = edges.isEdge.map { $0 == 0 }
         var chains: [[Point]] = []
-        // Neighbours in circular order so that "continue straight" is a small index distance.
-        let dx = [1, 1, 0, -1, -1, -1, 0, 1], dy = [0, 1, 1, 1, 0, -1, -1, -1]
-        visited.withUnsafeMutableBufferPointer { visited in
-            var forward: [Int] = [], backward: [Int] = []
-            func walk(from start: Int, into path: inout [Int]) {
-                path.removeAll(keepingCapacity: true)
-                var current = start, heading: Int? = nil
-                while true {
-                    let x = current % w, y = current / w
-                    var best = -1, bestTurn = 9
-                    for k in 0..<8 {
-                        let nx = x + dx[k], ny = y + dy[k]
-                        guard nx >= 0, ny >= 0, nx < w, ny < h, !visited[ny * w + nx] else { continue }
-                        let turn = heading.map { min((k - $0 + 8) % 8, ($0 - k + 8) % 8) } ?? (k % 2)
-                        if turn < bestTurn { bestTurn = turn; best = k }
+        guard w >= 3, h >= 3, edges.isEdge.count == w * h else { return chains }
+        // 1 for an edge pixel not yet taken into a chain. Only inner pixels are edges (EdgeMap marks
+        // rows and columns 1...size-2), so every neighbour of one is inside the picture.
+        var open = edges.isEdge
+        // Neighbours in circular order so that "continue straight" is a small index distance, and
+        // the turn from one heading to another (0 straight ... 4 back), looked up.
+        let offsets = [1, w + 1, w, w - 1, -1, -w - 1, -w, -w + 1]
+        let turns: [Int] = (0..<64).map { let (from, to) = ($0 / 8, $0 % 8); return min((to - from + 8) % 8, (from - to + 8) % 8) }
+        open.withUnsafeMutableBufferPointer { open in
+            offsets.withUnsafeBufferPointer { offsets in
+                turns.withUnsafeBufferPointer { turns in
+                    var forward: [Int] = [], backward: [Int] = []
+                    /// Follows the edge from `start`, always to the unvisited neighbour that turns least
+                    /// (at most 90 degrees), and records the pixels in `path`.
+                    func walk(from start: Int, into path: inout [Int]) {
+                        path.removeAll(keepingCapacity: true)
+                        var current = start, heading = -1
+                        while true {
+                            var best = -1, bestTurn = 9
+                            for k in 0..<8 where open[current &+ offsets[k]] != 0 {
+                                let turn = heading >= 0 ? turns[heading &* 8 &+ k] : k & 1
+                                if turn < bestTurn { bestTurn = turn; best = k }
+                            }
+                            guard best >= 0, bestTurn <= 2 else { return }
+                            current = current &+ offsets[best]
+                            open[current] = 0
+                            heading = best
+                            path.append(current)
+                        }
                     }
-                    guard best >= 0, bestTurn <= 2 else { return }
-                    current = (y + dy[best]) * w + x + dx[best]
-                    visited[current] = true
-                    heading = best
-                    path.append(current)
+                    for start in 0..<(w * h) where open[start] != 0 {
+                        open[start] = 0
+                        walk(from: start, into: &forward)
+                        walk(from: start, into: &backward)
+                        let count = backward.count + 1 + forward.count
+                        guard count >= LineFinder.minimumSegment else { continue }
+                        var chain: [Point] = []
+                        chain.reserveCapacity(count)
+                        for i in backward.reversed() { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
+                        chain.append(Point(x: Double(start % w), y: Double(start / w)))
+                        for i in forward { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
+                        chains.append(chain)
+                    }
                 }
-            }
-            for start in 0..<(w * h) where !visited[start] {
-                visited[start] = true
-                walk(from: start, into: &forward)
-                walk(from: start, into: &backward)
-                let count = backward.count + 1 + forward.count
-                guard count >= LineFinder.minimumSegment else { continue }
-                var chain: [Point] = []
-                chain.reserveCapacity(count)
-                for i in backward.reversed() { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
-                chain.append(Point(x: Double(start % w), y: Double(start / w)))
-                for i in forward { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
-                chains.append(chain)
             }
         }
         return chains

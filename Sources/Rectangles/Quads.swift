@@ -61,6 +61,12 @@ struct QuadFinder {
         for i in corners.indices where corners[i].count > Self.cornerLimit {
             corners[i] = Array(corners[i].sorted { used[$0.other].support > used[$1.other].support }.prefix(Self.cornerLimit))
         }
+        // Where line i meets line j: the index of that corner in corners[i], or -1.
+        let n = used.count
+        var cornerIndex = [Int32](repeating: -1, count: n * n)
+        for i in corners.indices {
+            for (k, corner) in corners[i].enumerated() { cornerIndex[i * n + corner.other] = Int32(k) }
+        }
         let shortest = 0.4 * minimumSide
         // Quads are keyed by their four lines, sides by their two corners (each the meeting of two
         // lines): many quadrilaterals share a side, whose support is then measured once.
@@ -82,17 +88,23 @@ struct QuadFinder {
                     let d = ad.other
                     for bc in corners[b] where bc.other > a && bc.other != d && abs(bc.t - tb) >= shortest {
                         let c = bc.other, tc = used[c].position(of: bc.point)
-                        for cd in corners[c] where cd.other == d && abs(cd.t - tc) >= shortest {
-                            guard cd.point.distance(to: ad.point) >= shortest else { continue }
-                            // The same four lines in another cyclic order make another quadrilateral.
-                            let key = ((a * Self.lineLimit + min(b, d)) * Self.lineLimit + c) * Self.lineLimit + max(b, d)
-                            guard seen.insert(key).inserted else { continue }
-                            let points = [ab.point, bc.point, cd.point, ad.point]
-                            let ids = [corner(a, b), corner(b, c), corner(c, d), corner(a, d)]
-                            if let quad = score(points, support: { side(ids[$0], ids[($0 + 1) % 4], points[$0], points[($0 + 1) % 4]) }) {
-                                quads.append(quad)
+                        let k = Int(cornerIndex[c * n + d])
+                        guard k >= 0 else { continue }
+                        let cd = corners[c][k]
+                        guard abs(cd.t - tc) >= shortest, cd.point.distance(to: ad.point) >= shortest else { continue }
+                        // The same four lines in another cyclic order make another quadrilateral.
+                        let key = ((a * Self.lineLimit + min(b, d)) * Self.lineLimit + c) * Self.lineLimit + max(b, d)
+                        guard seen.insert(key).inserted else { continue }
+                        let ids = (corner(a, b), corner(b, c), corner(c, d), corner(a, d))
+                        let quad = score(ab.point, bc.point, cd.point, ad.point) { index, from, to in
+                            switch index {
+                            case 0: side(ids.0, ids.1, from, to)
+                            case 1: side(ids.1, ids.2, from, to)
+                            case 2: side(ids.2, ids.3, from, to)
+                            default: side(ids.3, ids.0, from, to)
                             }
                         }
+                        if let quad { quads.append(quad) }
                     }
                 }
             }
@@ -122,32 +134,57 @@ struct QuadFinder {
     /// What ``support(from:to:)`` measures along one side.
     typealias Support = (found: Double, samples: Double, strong: Double)
 
-    /// Edge support of the outline through `points` (working pixel coordinates), side `k` running
-    /// from point `k` to the next as `support(k)` measures it; nil when it fails the options or the
-    /// support thresholds.
-    func score(_ points: [Point], support: (Int) -> Support?) -> Quad? {
+    /// Edge support of the outline through p0...p3 (working pixel coordinates), side `k` running
+    /// from corner k to the next as `support(k, from, to)` measures it; nil when it fails the
+    /// options (with some slack: refinement moves corners, the final check is exact) or the support
+    /// thresholds. Nothing is allocated unless it passes: most candidates do not.
+    func score(_ p0: Point, _ p1: Point, _ p2: Point, _ p3: Point, support: (Int, Point, Point) -> Support?) -> Quad? {
         let scale = Double(factor)
-        let full = points.map { Point(x: ($0.x + 0.5) * scale, y: ($0.y + 0.5) * scale) }
+        @inline(__always) func full(_ p: Point) -> Point { Point(x: (p.x + 0.5) * scale, y: (p.y + 0.5) * scale) }
+        let f0 = full(p0), f1 = full(p1), f2 = full(p2), f3 = full(p3)
         let w = Double(imageSize.width), h = Double(imageSize.height), margin = 2 * scale
-        guard full.allSatisfy({ $0.x >= -margin && $0.y >= -margin && $0.x <= w + margin && $0.y <= h + margin }) else { return nil }
-        // A little slack on the shape: refinement moves corners, the final check is exact.
-        var loose = options
-        loose.quadratureTolerance = min(90, options.quadratureTolerance + 5)
-        loose.minimumAspectRatio = max(0, options.minimumAspectRatio - 0.05)
-        loose.maximumAspectRatio = min(1, options.maximumAspectRatio + 0.05)
-        loose.minimumSize = options.minimumSize * 0.9
-        guard RectangleDetector.passes(full, options: loose, imageSize: imageSize) else { return nil }
+        @inline(__always) func inside(_ p: Point) -> Bool { p.x >= -margin && p.y >= -margin && p.x <= w + margin && p.y <= h + margin }
+        guard inside(f0), inside(f1), inside(f2), inside(f3),
+              Self.roughlyPasses(f0, f1, f2, f3, options: options, imageSize: imageSize) else { return nil }
+        let points = (p0, p1, p2, p3)
         var hits = 0.0, total = 0.0, contrasted = 0.0
         for side in 0..<4 {
-            guard let (found, samples, strong) = support(side) else { return nil }
+            let from = side == 0 ? points.0 : side == 1 ? points.1 : side == 2 ? points.2 : points.3
+            let to = side == 0 ? points.1 : side == 1 ? points.2 : side == 2 ? points.3 : points.0
+            guard let (found, samples, strong) = support(side, from, to) else { return nil }
             hits += found
             total += samples
             contrasted += strong
         }
         let confidence = hits / total
         guard confidence >= Self.outlineSupport else { return nil }
-        let area = abs(zip(full, full.dropFirst() + [full[0]]).map { $0.x * $1.y - $1.x * $0.y }.reduce(0, +)) / 2
-        return Quad(corners: full, confidence: confidence, rank: confidence + 0.5 * contrasted / total + 1.5 * (area / (w * h)).squareRoot())
+        let area = abs(f0.x * f1.y - f1.x * f0.y + f1.x * f2.y - f2.x * f1.y + f2.x * f3.y - f3.x * f2.y + f3.x * f0.y - f0.x * f3.y) / 2
+        return Quad(corners: [f0, f1, f2, f3], confidence: confidence,
+                    rank: confidence + 0.5 * contrasted / total + 1.5 * (area / (w * h)).squareRoot())
+    }
+
+    /// ``RectangleDetector/passes(_:options:imageSize:)`` with slack (5 degrees more quadrature
+    /// tolerance, aspect ratios 0.05 wider, 10% less minimum size), on four corners in pixels and
+    /// without trigonometry: a corner deviates from square by at most t when the cosine of its
+    /// angle is at most sin(t) in magnitude.
+    static func roughlyPasses(_ a: Point, _ b: Point, _ c: Point, _ d: Point, options: RectangleDetector.Options, imageSize: Size) -> Bool {
+        let e0 = b - a, e1 = c - b, e2 = d - c, e3 = a - d
+        let l0 = (e0.x * e0.x + e0.y * e0.y).squareRoot(), l1 = (e1.x * e1.x + e1.y * e1.y).squareRoot()
+        let l2 = (e2.x * e2.x + e2.y * e2.y).squareRoot(), l3 = (e3.x * e3.x + e3.y * e3.y).squareRoot()
+        // Turning the same way at every corner: convex.
+        let k0 = e3.x * e0.y - e3.y * e0.x, k1 = e0.x * e1.y - e0.y * e1.x, k2 = e1.x * e2.y - e1.y * e2.x, k3 = e2.x * e3.y - e2.y * e3.x
+        guard (k0 > 0 && k1 > 0 && k2 > 0 && k3 > 0) || (k0 < 0 && k1 < 0 && k2 < 0 && k3 < 0) else { return false }
+        let pairA = (l0 + l2) / 2, pairB = (l1 + l3) / 2
+        let shorter = min(pairA, pairB), longer = max(pairA, pairB)
+        let aspect = longer > 0 ? shorter / longer : 0
+        guard shorter >= options.minimumSize * 0.9 * Double(min(imageSize.width, imageSize.height)),
+              aspect >= max(0, options.minimumAspectRatio - 0.05) - 1e-9, aspect <= min(1, options.maximumAspectRatio + 0.05) + 1e-9
+        else { return false }
+        let limit = sin(min(90, options.quadratureTolerance + 5) * .pi / 180)
+        @inline(__always) func square(_ u: Point, _ lu: Double, _ v: Point, _ lv: Double) -> Bool {
+            abs(u.x * v.x + u.y * v.y) <= limit * max(1e-12, lu * lv)
+        }
+        return square(e3, l3, e0, l0) && square(e0, l0, e1, l1) && square(e1, l1, e2, l2) && square(e2, l2, e3, l3)
     }
 
     /// How well edges support the side from `a` to `b` (working coordinates): the samples along it
