@@ -33,12 +33,12 @@ struct Line {
 
     mutating func absorb(_ other: Line) {
         n += other.n; sx += other.sx; sy += other.sy; sxx += other.sxx; sxy += other.sxy; syy += other.syy
-        let ends = [other.point(at: other.start), other.point(at: other.end), point(at: start), point(at: end)]
+        let e0 = other.point(at: other.start), e1 = other.point(at: other.end), e2 = point(at: start), e3 = point(at: end)
         support += other.support
         fit()
-        let ts = ends.map { position(of: $0) }
-        start = ts.min()!
-        end = ts.max()!
+        let t0 = position(of: e0), t1 = position(of: e1), t2 = position(of: e2), t3 = position(of: e3)
+        start = min(min(t0, t1), min(t2, t3))
+        end = max(max(t0, t1), max(t2, t3))
     }
 
     /// Refits centre and direction from the sums (principal axis of the scatter).
@@ -92,8 +92,9 @@ enum LineFinder {
             let bin = directionBin(segment)
             var found: Int?
             for offset in [directionBins - 1, 0, 1] {
-                if let index = bins[(bin + offset) % directionBins].first(where: { joins(merged[$0]) }), index < found ?? .max {
+                for index in bins[(bin + offset) % directionBins] where index < found ?? .max && joins(merged[index]) {
                     found = index
+                    break
                 }
             }
             if let index = found {

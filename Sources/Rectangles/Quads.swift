@@ -72,11 +72,17 @@ struct QuadFinder {
         // lines): many quadrilaterals share a side, whose support is then measured once.
         var seen = Set<Int>()
         var sides: [Int: Support?] = [:]
+        // Each line's edge profile between its outermost corners, made when a side first needs it.
+        var profiles = [Profile?](repeating: nil, count: n)
         func corner(_ i: Int, _ j: Int) -> Int { min(i, j) * Self.lineLimit + max(i, j) }
-        func side(_ from: Int, _ to: Int, _ p: Point, _ q: Point) -> Support? {
+        func side(_ from: Int, _ to: Int, along line: Int, _ p: Point, _ q: Point) -> Support? {
             let key = from * Self.lineLimit * Self.lineLimit + to
             if let known = sides[key] { return known }
-            let measured = support(from: p, to: q)
+            if profiles[line] == nil {
+                let ts = corners[line].map(\.t)
+                profiles[line] = profile(of: used[line], from: ts.min() ?? 0, to: ts.max() ?? 0)
+            }
+            let measured = profiles[line]!.support(from: used[line].position(of: p), to: used[line].position(of: q))
             sides[key] = measured
             return measured
         }
@@ -98,10 +104,10 @@ struct QuadFinder {
                         let ids = (corner(a, b), corner(b, c), corner(c, d), corner(a, d))
                         let quad = score(ab.point, bc.point, cd.point, ad.point) { index, from, to in
                             switch index {
-                            case 0: side(ids.0, ids.1, from, to)
-                            case 1: side(ids.1, ids.2, from, to)
-                            case 2: side(ids.2, ids.3, from, to)
-                            default: side(ids.3, ids.0, from, to)
+                            case 0: side(ids.0, ids.1, along: b, from, to)
+                            case 1: side(ids.1, ids.2, along: c, from, to)
+                            case 2: side(ids.2, ids.3, along: d, from, to)
+                            default: side(ids.3, ids.0, along: a, from, to)
                             }
                         }
                         if let quad { quads.append(quad) }
@@ -187,61 +193,74 @@ struct QuadFinder {
         return square(e3, l3, e0, l0) && square(e0, l0, e1, l1) && square(e1, l1, e2, l2) && square(e2, l2, e3, l3)
     }
 
-    /// How well edges support the side from `a` to `b` (working coordinates): the samples along it
-    /// that lie on an edge, the number of samples, and those with contrast across the side
-    /// (whether or not on a thin edge); nil (as soon as it is certain) when fewer
-    /// than `sideSupport` of them hit or a run without a hit is longer than `longestGap` of them.
-    ///
-    /// A sample hits when an edge pixel within one pixel across the side has a gradient within
-    /// about 25 degrees of the side's normal and at least `supportingGradient` strong. Only runs of
-    /// three or more hits count: texture and noise give scattered hits, a boundary gives runs.
-    func support(from a: Point, to b: Point) -> Support? {
-        let dx = b.x - a.x, dy = b.y - a.y, length = (dx * dx + dy * dy).squareRoot()
-        guard length >= 2 else { return nil }
-        let nx = -dy / length, ny = dx / length
-        let count = Int(length)
+    /// Whether the edge map supports a line at each pixel step from `first` to `last` (positions
+    /// along it): a step hits when an edge pixel within one pixel across the line has a gradient
+    /// within about 25 degrees of the line's normal and at least `supportingGradient` strong; it
+    /// has contrast when any of those three pixels (edge or not) has that much gradient across.
+    func profile(of line: Line, from first: Double, to last: Double) -> Profile {
+        let count = max(0, Int(last - first)) + 1
+        let nx = line.normal.x, ny = line.normal.y
         let w = edges.width, h = edges.height
-        let needed = Int((Self.sideSupport * Double(count)).rounded(.up)), longest = Int(Self.longestGap * Double(count))
-        var found = 0, gap = 0, hits = 0, misses = 0, strong = 0, failed = false
-        func endRun() {
-            if hits >= 3 { found += hits; gap = max(gap, misses); misses = 0 } else { misses += hits }
-            hits = 0
-        }
+        var steps = [UInt8](repeating: 0, count: count)
         edges.isEdge.withUnsafeBufferPointer { isEdge in
             edges.gx.withUnsafeBufferPointer { gxs in
                 edges.gy.withUnsafeBufferPointer { gys in
                     for step in 0..<count {
-                        // Hopeless already: too long without an edge, or too few samples left.
-                        if misses > longest || found + hits + (count - step) < needed {
-                            failed = true
-                            return
-                        }
-                        let t = (Double(step) + 0.5) / Double(count)
-                        let px = a.x + dx * t, py = a.y + dy * t
+                        let centre = line.point(at: first + Double(step) + 0.5)
                         var hit = false, contrast = false
-                        // On the side, then one pixel either side of it.
-                        for k in 0..<3 {
+                        // On the line, then one pixel either side of it.
+                        for k in 0..<3 where !hit {
                             let offset = k == 0 ? 0.0 : k == 1 ? -1.0 : 1.0
                             // Nearest pixel; points off the picture have no edge.
-                            let fx = px + nx * offset + 0.5, fy = py + ny * offset + 0.5
+                            let fx = centre.x + nx * offset + 0.5, fy = centre.y + ny * offset + 0.5
                             guard fx >= 0, fy >= 0, fx < Double(w), fy < Double(h) else { continue }
                             let i = Int(fy) * w + Int(fx)
                             let gx = Double(gxs[i]), gy = Double(gys[i])
                             let across = gx * nx + gy * ny
                             if abs(across) >= Self.supportingGradient { contrast = true }
-                            guard isEdge[i] != 0 else { continue }
-                            if across * across >= 0.81 * (gx * gx + gy * gy) && abs(across) >= Self.supportingGradient {
+                            if isEdge[i] != 0 && across * across >= 0.81 * (gx * gx + gy * gy) && abs(across) >= Self.supportingGradient {
                                 hit = true
-                                break
                             }
                         }
-                        if contrast { strong += 1 }
-                        if hit { hits += 1 } else { endRun(); misses += 1 }
+                        steps[step] = (hit ? 1 : 0) | (contrast ? 2 : 0)
                     }
                 }
             }
         }
-        if failed { return nil }
+        return Profile(first: first, steps: steps)
+    }
+}
+
+/// A line's edge support at each pixel step (``QuadFinder/profile(of:from:to:)``): bit 0 a hit,
+/// bit 1 contrast across it.
+struct Profile {
+    let first: Double
+    let steps: [UInt8]
+
+    /// How well edges support the part of the line from position `a` to `b`: the samples (one per
+    /// pixel) that hit, the number of samples, and those with contrast across the line; nil (as
+    /// soon as it is certain) when fewer than `sideSupport` of them hit or a run without a hit is
+    /// longer than `longestGap` of them. Only runs of three or more hits count: texture and noise
+    /// give scattered hits, a boundary gives runs.
+    func support(from a: Double, to b: Double) -> QuadFinder.Support? {
+        let lo = min(a, b), length = abs(b - a)
+        guard length >= 2, !steps.isEmpty else { return nil }
+        let count = Int(length)
+        let needed = Int((QuadFinder.sideSupport * Double(count)).rounded(.up)), longest = Int(QuadFinder.longestGap * Double(count))
+        var found = 0, gap = 0, hits = 0, misses = 0, strong = 0
+        @inline(__always) func endRun() {
+            if hits >= 3 { found += hits; gap = max(gap, misses); misses = 0 } else { misses += hits }
+            hits = 0
+        }
+        let spacing = length / Double(count), last = steps.count - 1
+        for step in 0..<count {
+            // Hopeless already: too long without an edge, or too few samples left.
+            if misses > longest || found + hits + (count - step) < needed { return nil }
+            let index = min(last, max(0, Int(lo + (Double(step) + 0.5) * spacing - first)))
+            let value = steps[index]
+            if value & 2 != 0 { strong += 1 }
+            if value & 1 != 0 { hits += 1 } else { endRun(); misses += 1 }
+        }
         endRun()
         guard found >= needed, max(gap, misses) <= longest else { return nil }
         return (Double(found), Double(count), Double(strong))
