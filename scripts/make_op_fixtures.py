@@ -757,6 +757,10 @@ def fast_path_cases():
         ("conv2d_int8_3x3_s2_c8_to_24_batch2_in_place", TT.INT8, [2, 13, 11, 8], 3, 2, 1, Padding.SAME, 24, Act.RELU),
         ("conv2d_uint8_5x5_c4_to_33_in_place", TT.UINT8, [1, 9, 14, 4], 5, 1, 1, Padding.SAME, 33, Act.NONE),
     ])
+    # 8-bit matrix transposes in 16x16 blocks: [63, 37] (rows and columns past the last whole block,
+    # tasks of 32 columns), and YOLOv8's DFL layout [16, 4 * 130] (columns across many tasks).
+    transpose("transpose_int8_matrix_63x37", TT.INT8, [1, 7, 9, 37], [0, 3, 1, 2])
+    transpose("transpose_uint8_dfl_16_rows", TT.UINT8, [1, 16, 4, 130], [0, 2, 3, 1])
 
 
 

@@ -6,6 +6,7 @@
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define MR 8
 #define MAX_ROWS_PER_TASK 64
+#define MAX_SEGMENTS 16
 
 int spotter_has_vnni(void) {
     __builtin_cpu_init();
@@ -201,7 +202,8 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
     const spotter_conv* c = t->conv;
     const int32_t begin = (int32_t)task * t->rows_per_task;
     const int32_t end = begin + t->rows_per_task < t->rows ? begin + t->rows_per_task : t->rows;
-    const int segmented = !c->direct && c->dil_w == 1 && (c->k_w * c->in_c) % 4 == 0;
+    // At most MAX_SEGMENTS filter rows: the task keeps a pointer per row and filter row on its stack.
+    const int segmented = !c->direct && c->dil_w == 1 && (c->k_w * c->in_c) % 4 == 0 && c->k_h <= MAX_SEGMENTS;
     const int32_t count = segmented ? c->k_h : 1;
     const int32_t length = c->direct ? c->in_c : segmented ? c->k_w * c->in_c : c->k4;
     // im2col rows, or the copies of edge pixels' filter rows, on the task's stack (at most
@@ -332,6 +334,58 @@ int spotter_has_avx512f(void) {
     return __builtin_cpu_supports("avx512f");
 }
 
+/// spotter_softmax_q8_16rows for rows of a multiple of 4 bytes: each row's 4-byte words gathered
+/// into the lanes (never past a row's end), the bytes taken out of them by shifts, and the results
+/// packed back into words and scattered; the same arithmetic, in the same order.
+__attribute__((target("avx512f"))) static void softmax_q8_16rows_by_words(const uint8_t* in, uint8_t* out, size_t rows, size_t depth,
+                                                                        int is_signed, const float* table, float output_scale,
+                                                                        int32_t output_zero, int32_t lo, int32_t hi) {
+    const size_t words = depth / 4;
+    __m512i gathered[SPOTTER_SOFTMAX_MAX_DEPTH / 4];
+    __m512 exps[SPOTTER_SOFTMAX_MAX_DEPTH];
+    const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               _mm512_set1_epi32((int32_t)depth));
+    const __m512i zero = _mm512_set1_epi32(output_zero), low = _mm512_set1_epi32(lo), high = _mm512_set1_epi32(hi);
+    const __m512i byte = _mm512_set1_epi32(0xFF);
+    // Byte c of each lane's word as an int32, sign-extended for int8.
+#define BYTE_OF(WORD, C) (is_signed ? _mm512_srai_epi32(_mm512_slli_epi32(WORD, 24 - 8 * (C)), 24) \
+                                    : _mm512_and_si512(_mm512_srli_epi32(WORD, 8 * (C)), byte))
+    for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* block = in + r0 * depth;
+        __m512i maximum = _mm512_set1_epi32(is_signed ? -128 : 0);
+        for (size_t w = 0; w < words; w++) {
+            gathered[w] = _mm512_i32gather_epi32(_mm512_add_epi32(offsets, _mm512_set1_epi32((int32_t)(4 * w))), block, 1);
+            for (int c = 0; c < 4; c++) maximum = _mm512_max_epi32(maximum, BYTE_OF(gathered[w], c));
+        }
+        __m512 sum = _mm512_setzero_ps();
+        for (size_t w = 0; w < words; w++) {
+            for (int c = 0; c < 4; c++) {
+                // 0 ... 255: the distance from the maximum counted down from the table's end.
+                const __m512i index = _mm512_sub_epi32(_mm512_set1_epi32(255), _mm512_sub_epi32(maximum, BYTE_OF(gathered[w], c)));
+                const __m512 e = _mm512_i32gather_ps(index, table, 4);
+                exps[4 * w + (size_t)c] = e;
+                sum = _mm512_add_ps(sum, e);
+            }
+        }
+        const __m512 inverse = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(sum, _mm512_set1_ps(output_scale)));
+        uint8_t* dst = out + r0 * depth;
+        for (size_t w = 0; w < words; w++) {
+            __m512i packed = _mm512_setzero_si512();
+            for (int c = 0; c < 4; c++) {
+                const __m512 p = _mm512_mul_ps(exps[4 * w + (size_t)c], inverse);
+                __m512i rounded = _mm512_cvttps_epi32(p);
+                // Rounded half away from zero (the probability is not negative).
+                const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+                rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
+                const __m512i v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+                packed = _mm512_or_si512(packed, _mm512_slli_epi32(_mm512_and_si512(v, byte), 8 * c));
+            }
+            _mm512_i32scatter_epi32(dst, _mm512_add_epi32(offsets, _mm512_set1_epi32((int32_t)(4 * w))), packed, 1);
+        }
+    }
+#undef BYTE_OF
+}
+
 /// Sixteen rows at a time, one per lane, each summed in its own order (the scalar order).
 __attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* input, void* output, size_t rows, size_t depth,
                                                                  int is_signed, const float* table, float output_scale,
@@ -340,6 +394,10 @@ __attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* in
     uint8_t* out = (uint8_t*)output;
     float exps[SPOTTER_SOFTMAX_MAX_DEPTH * 16];
     int32_t lanes[16];
+    if (depth % 4 == 0) {
+        softmax_q8_16rows_by_words(in, out, rows, depth, is_signed, table, output_scale, output_zero, lo, hi);
+        return;
+    }
     for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16) {
         const uint8_t* block = in + r0 * depth;
         __m512i maximum = _mm512_set1_epi32(is_signed ? -128 : 0);
@@ -383,5 +441,34 @@ __attribute__((target("avx512f"))) void spotter_padded_add_f32(const float* a, c
             const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(all, a + c), summed ? _mm512_maskz_loadu_ps(summed, x + c) : zero);
             _mm512_mask_storeu_ps(y + c, all, _mm512_min_ps(_mm512_max_ps(v, low), high));
         }
+    }
+}
+
+/// Transposes one 16x16 block of bytes (rows `src_stride` apart) into `dst` (rows `dst_stride`
+/// apart): four rounds of interleaving row i with row i + 8 (SSE2 only, so no CPU check).
+static inline void transpose_16x16(const uint8_t* src, size_t src_stride, uint8_t* dst, size_t dst_stride) {
+    __m128i r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i*)(src + (size_t)i * src_stride));
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 8; i++) {
+            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
+            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
+        }
+        memcpy(r, t, sizeof(r));
+    }
+    for (int i = 0; i < 16; i++) _mm_storeu_si128((__m128i*)(dst + (size_t)i * dst_stride), r[i]);
+}
+
+void spotter_transpose_bytes(const uint8_t* src, uint8_t* dst, size_t rows, size_t columns, size_t first, size_t last) {
+    const size_t whole_rows = rows / 16 * 16;
+    size_t c = first;
+    for (; c + 16 <= last; c += 16) {
+        for (size_t r = 0; r < whole_rows; r += 16) transpose_16x16(src + r * columns + c, columns, dst + c * rows + r, rows);
+        for (size_t r = whole_rows; r < rows; r++) {
+            for (size_t k = 0; k < 16; k++) dst[(c + k) * rows + r] = src[r * columns + c + k];
+        }
+    }
+    for (; c < last; c++) {
+        for (size_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * columns + c];
     }
 }

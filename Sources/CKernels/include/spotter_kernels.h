@@ -164,4 +164,8 @@ void spotter_dwconv_f32_pack(const spotter_dwconv_f32* conv, const float* weight
 /// Runs the convolution; output rows are split across the pool's threads (pool may be NULL).
 void spotter_dwconv_f32_run(const spotter_dwconv_f32* conv, const float* input, float* output, pthreadpool_t pool);
 
+/// Output rows [first, last) of a [rows, columns] byte matrix transposed: dst[c * rows + r] =
+/// src[r * columns + c], in 16x16 blocks (SSE2).
+void spotter_transpose_bytes(const uint8_t* src, uint8_t* dst, size_t rows, size_t columns, size_t first, size_t last);
+
 #endif

@@ -1,3 +1,4 @@
+internal import CKernels
 import TFLiteFormat
 
 /// TRANSPOSE with a constant permutation (any element type: it copies bytes), rank up to 6.
@@ -62,6 +63,14 @@ final class Transpose: RowKernel {
 
     func run(_ memory: TensorMemory, rows range: Range<Int>) {
         let source = memory.raw(input), target = memory.raw(output)
+        if elementSize == 1, let (rows, columns) = matrix {
+            // Bytes in 16x16 blocks (YOLOv8's head: [6400, 144] and [16, 33600]).
+            let first = range.lowerBound * Self.tile, last = min(range.upperBound * Self.tile, columns)
+            guard first < last else { return }
+            spotter_transpose_bytes(source.assumingMemoryBound(to: UInt8.self), target.assumingMemoryBound(to: UInt8.self),
+                                    rows, columns, first, last)
+            return
+        }
         switch elementSize {
         case 1: copy(UInt8.self, source, target, range)
         case 2: copy(UInt16.self, source, target, range)
