@@ -393,9 +393,8 @@ final class Quantize: Kernel {
             }
         case .requantize(let table):
             let from = src.assumingMemoryBound(to: UInt8.self), to = dst.assumingMemoryBound(to: UInt8.self)
-            table.withUnsafeBufferPointer { table in
-                for i in 0..<count { to[i] = table[Int(from[i])] }
-            }
+            // The same lookup, 64 bytes a step with AVX-512 VBMI where the CPU has it.
+            table.withUnsafeBufferPointer { spotter_lookup_bytes($0.baseAddress, from, to, count, nil) }
         }
     }
 }
