@@ -761,6 +761,16 @@ def fast_path_cases():
     # tasks of 32 columns), and YOLOv8's DFL layout [16, 4 * 130] (columns across many tasks).
     transpose("transpose_int8_matrix_63x37", TT.INT8, [1, 7, 9, 37], [0, 3, 1, 2])
     transpose("transpose_uint8_dfl_16_rows", TT.UINT8, [1, 16, 4, 130], [0, 2, 3, 1])
+    # YOLOv8's C2f split and join: a channel half of 16 bytes per pixel, and a channel concatenation
+    # whose parts are 16, 32 and 64 bytes (copied as vectors) and 8 bytes, split across threads
+    # (LiteRT's int8 concatenation needs one scale; concatenation_uint8 has parts requantized).
+    strided_slice("strided_slice_int8_half_of_32_channels", TT.INT8, [1, 20, 21, 32], [0, 0, 0, 16], [1, 20, 21, 32],
+                  [1, 1, 1, 1], [1, 20, 21, 16])
+    q = {"scale": 0.04, "zp": -3}
+    parts = [T([1, 20, 21, 16], TT.INT8, **q), T([1, 20, 21, 32], TT.INT8, **q), T([1, 20, 21, 64], TT.INT8, **q),
+             T([1, 20, 21, 8], TT.INT8, **q)]
+    save("concatenation_int8_channels_16_32_64", parts + [T([1, 20, 21, 120], TT.INT8, **q)], [0, 1, 2, 3], [4],
+         [(Op.CONCATENATION, None, [0, 1, 2, 3], [4], Opt.ConcatenationOptions, options("ConcatenationOptions", Axis=3), None)])
 
 
 

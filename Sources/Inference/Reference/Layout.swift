@@ -150,25 +150,51 @@ final class Concatenation: RowKernel {
     func run(_ memory: TensorMemory) { run(memory, rows: 0..<outer) }
 
     func run(_ memory: TensorMemory, rows range: Range<Int>) {
-        var out = memory.raw(output) + range.lowerBound * rowBytes
-        for k in range {
-            for part in parts {
-                let src = memory.raw(part.tensor) + k * part.chunk * elementSize
-                if let table = part.table {
-                    let from = src.assumingMemoryBound(to: UInt8.self), to = out.assumingMemoryBound(to: UInt8.self)
-                    table.withUnsafeBufferPointer { table in
-                        for j in 0..<part.chunk { to[j] = table[Int(from[j])] }
+        guard !range.isEmpty else { return }
+        let row = rowBytes, first = memory.raw(output) + range.lowerBound * row
+        var column = 0
+        // Input by input: each one's chunks land at the same place in every output row.
+        for part in parts {
+            let bytes = part.chunk * elementSize
+            let from = memory.raw(part.tensor) + range.lowerBound * bytes, to = first + column
+            if let table = part.table {
+                table.withUnsafeBufferPointer { table in
+                    for k in 0..<range.count {
+                        let src = (from + k * bytes).assumingMemoryBound(to: UInt8.self), dst = (to + k * row).assumingMemoryBound(to: UInt8.self)
+                        for j in 0..<bytes { dst[j] = table[Int(src[j])] }
                     }
-                } else {
-                    out.copyMemory(from: src, byteCount: part.chunk * elementSize)
                 }
-                out += part.chunk * elementSize
+            } else {
+                Self.copy(rows: range.count, of: bytes, from: from, to: to, stride: row)
             }
+            column += bytes
         }
         if let clamp = floatClamp {
             let width = rowBytes / elementSize
             let values = memory.typed(output, Float.self)
             for i in (range.lowerBound * width)..<(range.upperBound * width) { values[i] = min(max(values[i], clamp.min), clamp.max) }
+        }
+    }
+}
+
+extension Concatenation {
+    /// `rows` runs of `bytes` from consecutive places at `from` to places `stride` bytes apart at
+    /// `to`; runs of 16, 32 or 64 bytes (YOLOv8's channel counts) as one vector each.
+    static func copy(rows: Int, of bytes: Int, from: UnsafeMutableRawPointer, to: UnsafeMutableRawPointer, stride: Int) {
+        func vectors<V: SIMD>(_: V.Type) {
+            var from = UnsafeRawPointer(from), to = to
+            for _ in 0..<rows {
+                to.storeBytes(of: from.loadUnaligned(as: V.self), as: V.self)
+                from += bytes
+                to += stride
+            }
+        }
+        switch bytes {
+        case 16: vectors(SIMD16<UInt8>.self)
+        case 32: vectors(SIMD32<UInt8>.self)
+        case 64: vectors(SIMD64<UInt8>.self)
+        default:
+            for k in 0..<rows { (to + k * stride).copyMemory(from: from + k * bytes, byteCount: bytes) }
         }
     }
 }

@@ -12,6 +12,9 @@ final class StridedSlice: RowKernel {
     let starts, steps, counts: [Int]
     /// Element strides of the input, padded the same way.
     let inputStrides: [Int]
+    /// Set when only the last axis is cut (every other axis whole, steps 1): row r is then the
+    /// `rowBytes` at r * stride + offset bytes of the input (a channel split, as YOLOv8's C2f).
+    let lastAxisOnly: (stride: Int, offset: Int)?
 
     /// A slice of the input given per axis as first index, step and count.
     init(_ ctx: PrepareContext, starts: [Int], steps: [Int], counts: [Int], outputShape: [Int]) throws {
@@ -30,6 +33,12 @@ final class StridedSlice: RowKernel {
         self.steps = [Int](repeating: 1, count: padding) + steps
         self.counts = [Int](repeating: 1, count: padding) + counts
         inputStrides = [Int](repeating: 0, count: padding) + elementStrides
+        let outer = 0..<(rank - 1)
+        if rank >= 1, steps.allSatisfy({ $0 == 1 }), outer.allSatisfy({ starts[$0] == 0 && counts[$0] == shape[$0] }) {
+            lastAxisOnly = (stride: shape[rank - 1] * size, offset: starts[rank - 1] * size)
+        } else {
+            lastAxisOnly = nil
+        }
     }
 
     /// SLICE: constant begin and size per axis (size -1: to the end).
@@ -105,6 +114,24 @@ final class StridedSlice: RowKernel {
         guard !range.isEmpty else { return }
         let source = memory.raw(input), target = memory.raw(output)
         let size = elementSize, inner = counts[4], bytes = inner * size
+        if let (stride, offset) = lastAxisOnly {
+            var from = source + range.lowerBound * stride + offset, to = target + range.lowerBound * bytes
+            if bytes == 16 {
+                // One vector per row (the common split of 32 channels).
+                for _ in range {
+                    to.storeBytes(of: UnsafeRawPointer(from).loadUnaligned(as: SIMD16<UInt8>.self), as: SIMD16<UInt8>.self)
+                    from += stride
+                    to += bytes
+                }
+            } else {
+                for _ in range {
+                    to.copyMemory(from: from, byteCount: bytes)
+                    from += stride
+                    to += bytes
+                }
+            }
+            return
+        }
         var index = RowIndex(counts: Array(counts.prefix(4)), row: range.lowerBound)
         var written = range.lowerBound * bytes
         for _ in range {
