@@ -165,7 +165,7 @@ final class Concatenation: RowKernel {
                     }
                 }
             } else {
-                Self.copy(rows: range.count, of: bytes, from: from, to: to, stride: row)
+                copyRuns(range.count, of: bytes, from: from, stride: bytes, to: to, stride: row)
             }
             column += bytes
         }
@@ -177,25 +177,25 @@ final class Concatenation: RowKernel {
     }
 }
 
-extension Concatenation {
-    /// `rows` runs of `bytes` from consecutive places at `from` to places `stride` bytes apart at
-    /// `to`; runs of 16, 32 or 64 bytes (YOLOv8's channel counts) as one vector each.
-    static func copy(rows: Int, of bytes: Int, from: UnsafeMutableRawPointer, to: UnsafeMutableRawPointer, stride: Int) {
-        func vectors<V: SIMD>(_: V.Type) {
-            var from = UnsafeRawPointer(from), to = to
-            for _ in 0..<rows {
-                to.storeBytes(of: from.loadUnaligned(as: V.self), as: V.self)
-                from += bytes
-                to += stride
-            }
+/// Copies `rows` runs of `bytes`, from places `fromStride` bytes apart to places `toStride` bytes
+/// apart; runs of 16, 32 or 64 bytes (YOLOv8's channel counts) as one vector each. A channel cut
+/// (STRIDED_SLICE) and a channel concatenation are both this.
+func copyRuns(_ rows: Int, of bytes: Int, from: UnsafeRawPointer, stride fromStride: Int,
+              to: UnsafeMutableRawPointer, stride toStride: Int) {
+    func vectors<V: SIMD>(_: V.Type) {
+        var from = from, to = to
+        for _ in 0..<rows {
+            to.storeBytes(of: from.loadUnaligned(as: V.self), as: V.self)
+            from += fromStride
+            to += toStride
         }
-        switch bytes {
-        case 16: vectors(SIMD16<UInt8>.self)
-        case 32: vectors(SIMD32<UInt8>.self)
-        case 64: vectors(SIMD64<UInt8>.self)
-        default:
-            for k in 0..<rows { (to + k * stride).copyMemory(from: from + k * bytes, byteCount: bytes) }
-        }
+    }
+    switch bytes {
+    case 16: vectors(SIMD16<UInt8>.self)
+    case 32: vectors(SIMD32<UInt8>.self)
+    case 64: vectors(SIMD64<UInt8>.self)
+    default:
+        for k in 0..<rows { (to + k * toStride).copyMemory(from: from + k * fromStride, byteCount: bytes) }
     }
 }
 

@@ -115,21 +115,8 @@ final class StridedSlice: RowKernel {
         let source = memory.raw(input), target = memory.raw(output)
         let size = elementSize, inner = counts[4], bytes = inner * size
         if let (stride, offset) = lastAxisOnly {
-            var from = source + range.lowerBound * stride + offset, to = target + range.lowerBound * bytes
-            if bytes == 16 {
-                // One vector per row (the common split of 32 channels).
-                for _ in range {
-                    to.storeBytes(of: UnsafeRawPointer(from).loadUnaligned(as: SIMD16<UInt8>.self), as: SIMD16<UInt8>.self)
-                    from += stride
-                    to += bytes
-                }
-            } else {
-                for _ in range {
-                    to.copyMemory(from: from, byteCount: bytes)
-                    from += stride
-                    to += bytes
-                }
-            }
+            copyRuns(range.count, of: bytes, from: source + range.lowerBound * stride + offset, stride: stride,
+                     to: target + range.lowerBound * bytes, stride: bytes)
             return
         }
         var index = RowIndex(counts: Array(counts.prefix(4)), row: range.lowerBound)
