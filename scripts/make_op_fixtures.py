@@ -771,6 +771,16 @@ def fast_path_cases():
              T([1, 20, 21, 8], TT.INT8, **q)]
     save("concatenation_int8_channels_16_32_64", parts + [T([1, 20, 21, 120], TT.INT8, **q)], [0, 1, 2, 3], [4],
          [(Op.CONCATENATION, None, [0, 1, 2, 3], [4], Opt.ConcatenationOptions, options("ConcatenationOptions", Axis=3), None)])
+    # 8-bit convolutions whose filter rows are not whole groups of 4 bytes, read in place padded to
+    # the next group (the bytes past each row meet zero weights): RGB 3x3 stride 2 with SAME padding
+    # (pixels at the right edge copied), uint8 RGB (row sums over the taps only), YOLOv5's 6x6 stride
+    # 2 on RGB (18 bytes read as 20), and 2 channels (6 as 8).
+    quantized_convolutions([
+        ("conv2d_int8_3x3_s2_rgb_rows_padded", TT.INT8, [1, 17, 23, 3], 3, 2, 1, Padding.SAME, 16, Act.RELU),
+        ("conv2d_uint8_3x3_rgb_rows_padded_row_sums", TT.UINT8, [1, 12, 15, 3], 3, 1, 1, Padding.SAME, 20, Act.NONE),
+        ("conv2d_int8_6x6_s2_rgb_rows_padded_valid", TT.INT8, [1, 20, 22, 3], 6, 2, 1, Padding.VALID, 24, Act.NONE),
+        ("conv2d_uint8_3x3_c2_rows_padded_batch2", TT.UINT8, [2, 9, 8, 2], 3, 1, 1, Padding.SAME, 24, Act.RELU6),
+    ])
 
 
 

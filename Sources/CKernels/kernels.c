@@ -6,7 +6,7 @@
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define MR 8
 #define MAX_ROWS_PER_TASK 64
-#define MAX_SEGMENTS 16
+#define MAX_SEGMENTS SPOTTER_CONV_MAX_SEGMENTS
 
 int spotter_has_vnni(void) {
     __builtin_cpu_init();
@@ -93,13 +93,17 @@ TARGET static void im2col_rows(const spotter_conv* c, const uint8_t* input, int3
 }
 
 /// Points `segments` (filter row by filter row, MAX_ROWS_PER_TASK apart) at each filter row of the
-/// receptive fields of rows [row_begin, row_end): into the input where the row lies inside it, at
-/// `padding` (k_w * in_c bytes of x_zero) where it lies wholly above or below, else at a copy in
-/// `border` (row r's at r * k4). Needs k_w * in_c a multiple of 4 and no dilation along x.
+/// receptive fields of rows [row_begin, row_end): into the input where its row_stride bytes lie
+/// inside the input row, at `padding` (row_stride bytes of x_zero) where it lies wholly above or
+/// below, else at a copy in `border` (row r's at r * k4, filter rows row_stride apart, zero past
+/// the taps). Needs no dilation along x.
 TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32_t row_begin, int32_t row_end,
                               const uint8_t** segments, uint8_t* border, const uint8_t* padding) {
     const int32_t pixels = c->out_h * c->out_w;
-    const size_t field_row = (size_t)c->k_w * c->in_c;
+    const size_t field_row = (size_t)c->k_w * c->in_c, stride = (size_t)c->row_stride;
+    // The last column whose row_stride bytes from its start stay inside the input row.
+    const size_t row_bytes = (size_t)c->in_w * c->in_c;
+    const int32_t last_x = row_bytes >= stride ? (int32_t)((row_bytes - stride) / (size_t)c->in_c) : -1;
     int32_t b = row_begin / pixels, oy = (row_begin % pixels) / c->out_w, ox = row_begin % c->out_w;
     const uint8_t* lines[c->k_h];  // the input rows the current output row reads, NULL in the padding
     for (int32_t r = 0; r < row_end - row_begin; r++, next_pixel(c, &b, &oy, &ox)) {
@@ -110,14 +114,15 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
                 lines[ky] = y < 0 || y >= c->in_h ? NULL : input + ((size_t)b * c->in_h + y) * c->in_w * c->in_c;
             }
         }
-        if (x0 >= 0 && x0 + c->k_w <= c->in_w) {
+        if (x0 >= 0 && x0 <= last_x) {
             const size_t offset = (size_t)x0 * c->in_c;
             for (int32_t ky = 0; ky < c->k_h; ky++) segments[ky * MAX_ROWS_PER_TASK + r] = lines[ky] ? lines[ky] + offset : padding;
             continue;
         }
         for (int32_t ky = 0; ky < c->k_h; ky++) {
-            uint8_t* dst = border + (size_t)r * c->k4 + (size_t)ky * field_row;
+            uint8_t* dst = border + (size_t)r * c->k4 + (size_t)ky * stride;
             filter_row(c, input, b, y0 + ky * c->dil_h, x0, dst);
+            if (stride > field_row) fill_short(dst + field_row, 0, stride - field_row);
             segments[ky * MAX_ROWS_PER_TASK + r] = dst;
         }
     }
@@ -130,6 +135,15 @@ typedef struct {
     int32_t rows;
     int32_t rows_per_task;
 } task_context;
+
+/// 4 bytes at `p` in every lane, XOR `flip` (0 or 0x80808080 in every lane): a load that broadcasts,
+/// then the XOR on the vector. With the XOR on a general register, the word moved from it to the
+/// vector unit: two micro-ops, and the slowest step of a 16-channel layer's loop.
+TARGET static inline __attribute__((always_inline)) __m512i broadcast_word(const uint8_t* p, __m512i flip) {
+    int32_t word;
+    memcpy(&word, p, 4);
+    return _mm512_xor_si512(_mm512_set1_epi32(word), flip);
+}
 
 /// Output rows per task for a receptive field of k4 bytes: a multiple of MR, at most 64, their im2col
 /// rows at most SPOTTER_CONV_MAX_TASK_BYTES.
@@ -152,6 +166,9 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
     const __m512i out_zero = _mm512_set1_epi32(c->out_zero);
     const __m512i out_min = _mm512_set1_epi32(c->out_min);
     const __m512 out_max_less_zero = _mm512_set1_ps((float)(c->out_max - c->out_zero));
+    __m512i flip_vector = _mm512_set1_epi32(flip);
+    // Opaque to the compiler, which otherwise narrows the XOR to the scalar before the broadcast.
+    if (flip) __asm__("" : "+v"(flip_vector));
     for (int32_t m = 0; m < end - begin; m += MR) {
         // Named accumulators: as an array across the loop over segments, the compiler stored
         // every one of them after each product.
@@ -165,9 +182,7 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
                 const __m512i b0 = _mm512_loadu_si512(bq), b1 = halves == 2 ? _mm512_loadu_si512(bq + 64) : b0;
 #define PRODUCTS(R)                                                                     \
                 {                                                                       \
-                    int32_t word;                                                       \
-                    memcpy(&word, rows[R] + 4 * q, 4);                                  \
-                    const __m512i av = _mm512_set1_epi32(word ^ flip);                  \
+                    const __m512i av = broadcast_word(rows[R] + 4 * q, flip_vector);    \
                     a##R##0 = _mm512_dpbusd_epi32(a##R##0, av, b0);                     \
                     if (halves == 2) a##R##1 = _mm512_dpbusd_epi32(a##R##1, av, b1);    \
                 }
@@ -203,9 +218,11 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
     const int32_t begin = (int32_t)task * t->rows_per_task;
     const int32_t end = begin + t->rows_per_task < t->rows ? begin + t->rows_per_task : t->rows;
     // At most MAX_SEGMENTS filter rows: the task keeps a pointer per row and filter row on its stack.
-    const int segmented = !c->direct && c->dil_w == 1 && (c->k_w * c->in_c) % 4 == 0 && c->k_h <= MAX_SEGMENTS;
+    const int segmented = !c->direct && c->row_stride > 0 && c->dil_w == 1 && c->k_h <= MAX_SEGMENTS;
     const int32_t count = segmented ? c->k_h : 1;
-    const int32_t length = c->direct ? c->in_c : segmented ? c->k_w * c->in_c : c->k4;
+    const int32_t length = c->direct ? c->in_c : segmented ? c->row_stride : c->k4;
+    // Bytes of each segment that are taps (the rest meet zero weights and stay out of the row sums).
+    const int32_t taps = c->direct ? c->in_c : segmented ? c->k_w * c->in_c : c->k;
     // im2col rows, or the copies of edge pixels' filter rows, on the task's stack (at most
     // SPOTTER_CONV_MAX_TASK_BYTES).
     // With segments, a filter row of x_zero bytes follows the rows for those wholly in the padding.
@@ -225,7 +242,7 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
     if (!flip) {
         for (int32_t r = 0; r < end - begin; r++) {
             sums[r] = 0;
-            for (int32_t s = 0; s < count; s++) sums[r] += row_sum(segments[s * MAX_ROWS_PER_TASK + r], length);
+            for (int32_t s = 0; s < count; s++) sums[r] += row_sum(segments[s * MAX_ROWS_PER_TASK + r], taps);
         }
     }
 

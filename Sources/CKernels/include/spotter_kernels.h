@@ -24,11 +24,20 @@ void spotter_release_free_memory(void);
 /// 1 when the CPU and OS support AVX-512 F/BW/VL with VNNI, else 0.
 int spotter_has_vnni(void);
 
+/// Filter rows per receptive field that spotter_conv_run reads in place, at most.
+#define SPOTTER_CONV_MAX_SEGMENTS 16
+
 /// An 8-bit convolution as a GEMM on VNNI: uint8 (TFLite's asymmetric per-tensor scheme) or int8
 /// (weights with zero point 0, per-channel scales). The GEMM's A rows (receptive fields) are read in
-/// place where they can be: a 1x1 layer's input rows; each filter row in the input when its taps are
-/// consecutive and a multiple of 4 bytes (k_w * in_c, no dilation along x), copied only at the edges;
-/// otherwise whole im2col rows.
+/// place where they can be: a 1x1 layer's input rows (`direct`); with `row_stride`, each filter row in
+/// the input (its taps are consecutive: no dilation along x), copied only at the edges; otherwise
+/// whole im2col rows.
+///
+/// `row_stride` 0: k is packed densely (k4 = k rounded up to 4). Otherwise each filter row's
+/// k_w * in_c bytes are packed padded with zero weights to `row_stride` bytes (that length rounded
+/// up to 4; k4 = k_h * row_stride, k_h at most SPOTTER_CONV_MAX_SEGMENTS) and the kernel reads
+/// `row_stride` bytes from each filter row's start: the bytes past the row meet zero weights (an RGB
+/// layer's 9-byte rows are read as 12 instead of being copied).
 ///
 /// VNNI multiplies unsigned bytes by signed ones. The A bytes (input or im2col) are read XOR `a_flip`:
 /// 0 for uint8, 0x80808080 for int8 (no other value), which makes each int8 x the unsigned x + 128. Weights are packed
@@ -47,6 +56,7 @@ typedef struct spotter_conv {
     int32_t k;         ///< k_h * k_w * in_c
     int32_t k4;        ///< k rounded up to a multiple of 4
     int32_t direct;    ///< 1: 1x1, stride 1, no padding, in_c % 4 == 0: the input is the GEMM's A matrix
+    int32_t row_stride; ///< 0, or the padded filter row length in bytes (see above)
     int32_t in_zero;   ///< input zero point
     int32_t a_flip;    ///< XORed into every 4 A bytes: 0 (uint8) or 0x80808080 (int8)
     int32_t out_zero, out_min, out_max;

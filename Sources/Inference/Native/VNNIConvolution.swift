@@ -59,7 +59,11 @@ final class VNNIConvolution: Kernel {
         let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: channels)
         guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
 
-        let k4 = (k + 3) / 4 * 4
+        let direct = g.filterHeight == 1 && g.filterWidth == 1 && g.strideHeight == 1 && g.strideWidth == 1
+            && g.padTop == 0 && g.padLeft == 0 && g.inputChannels % 4 == 0
+        let layout = Self.fieldLayout(filterHeight: g.filterHeight, rowLength: g.filterWidth * g.inputChannels,
+                                      dilationWidth: g.dilationWidth, direct: direct)
+        let k4 = layout.k4, rowLength = g.filterWidth * g.inputChannels
         let nr = Int(SPOTTER_CONV_NR)
         let padded = (channels + nr - 1) / nr * nr
         packed = .allocate(capacity: padded * k4)
@@ -67,7 +71,9 @@ final class VNNIConvolution: Kernel {
         for n in 0..<channels {
             let block = n / nr, lane = n % nr
             for kk in 0..<k {
-                packed[((block * (k4 / 4) + kk / 4) * nr + lane) * 4 + kk % 4] = Int8(truncatingIfNeeded: weights[n * k + kk])
+                // Filter rows padded to rowStride bytes, or packed densely.
+                let position = layout.rowStride > 0 ? kk / rowLength * layout.rowStride + kk % rowLength : kk
+                packed[((block * (k4 / 4) + position / 4) * nr + lane) * 4 + position % 4] = Int8(truncatingIfNeeded: weights[n * k + kk])
             }
         }
         // Per-channel columns: factor and constant (Int32), then the float scale's bits.
@@ -89,19 +95,32 @@ final class VNNIConvolution: Kernel {
             let scale = inputScale * q.scales[q.scales.count == 1 ? 0 : n] / outputScale
             columns[2 * padded + n] = Int32(bitPattern: scale.bitPattern)
         }
-        let direct = g.filterHeight == 1 && g.filterWidth == 1 && g.strideHeight == 1 && g.strideWidth == 1
-            && g.padTop == 0 && g.padLeft == 0 && g.inputChannels % 4 == 0
         conv = spotter_conv(
             batches: Int32(g.batches), in_h: Int32(g.inputHeight), in_w: Int32(g.inputWidth), in_c: Int32(g.inputChannels),
             out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth), out_c: Int32(channels),
             k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
             dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
-            k: Int32(k), k4: Int32(k4), direct: direct ? 1 : 0, in_zero: inputZero,
+            k: Int32(k), k4: Int32(k4), direct: direct ? 1 : 0, row_stride: Int32(layout.rowStride), in_zero: inputZero,
             a_flip: signed ? Int32(bitPattern: 0x8080_8080) : 0,
             out_zero: requant.outputZeroPoint, out_min: requant.min, out_max: requant.max,
             packed: UnsafePointer(packed.baseAddress), col_factor: UnsafePointer(columns.baseAddress),
             col_const: UnsafePointer(columns.baseAddress! + padded),
             scale: UnsafeRawPointer(columns.baseAddress! + 2 * padded).assumingMemoryBound(to: Float.self))
+    }
+
+    /// How the kernel reads receptive fields: `rowStride` > 0, each filter row in place, padded to a
+    /// multiple of 4 bytes (k4 = filter height x rowStride); 0, dense im2col rows (k4 = k rounded up
+    /// to 4). Rows are read in place when the padding costs at most a third more products than dense
+    /// rows (an RGB 3x3 layer: 36 against 28 bytes, for no copies), there is no dilation along x and
+    /// at most SPOTTER_CONV_MAX_SEGMENTS filter rows (and the padded field fits ``maximumFieldLength``).
+    static func fieldLayout(filterHeight: Int, rowLength: Int, dilationWidth: Int, direct: Bool) -> (rowStride: Int, k4: Int) {
+        let dense = (filterHeight * rowLength + 3) / 4 * 4
+        let stride = (rowLength + 3) / 4 * 4
+        guard !direct, dilationWidth == 1, filterHeight <= Int(SPOTTER_CONV_MAX_SEGMENTS), 3 * filterHeight * stride <= 4 * dense,
+              filterHeight * stride <= maximumFieldLength else {
+            return (0, dense)
+        }
+        return (stride, filterHeight * stride)
     }
 
     deinit {
