@@ -149,7 +149,7 @@ final class LiveSource: @unchecked Sendable {
             options.pipeline.realTime = spec.realtime ?? false
             let threshold = threshold, classes = classes
             // Vision's defaults, which are valid.
-            let rectangleDetector = (spec.rectangles ?? false) ? try? RectangleDetector() : nil
+            let rectangleDetector = (spec.rectangles ?? false) ? try? RectangleDetector(options: .init(retriesAtFinerScale: false)) : nil
             let run = SourceRun(
                 input: path, options: options, recorder: recorder,
                 detect: { [self] frame in

@@ -25,16 +25,21 @@ struct RectangleFlags: ParsableArguments {
     @Option(parsing: .unconditional, help: "Most rectangles per picture, strongest first; 0 for all.")
     var maximumObservations: Int = 1
 
-    var options: RectangleDetector.Options {
+    /// The options; `retriesAtFinerScale` for still pictures (a second, slower look where the first
+    /// finds nothing), not for video frames, whose time should stay steady.
+    func options(retriesAtFinerScale: Bool) -> RectangleDetector.Options {
         .init(minimumAspectRatio: minimumAspectRatio, maximumAspectRatio: maximumAspectRatio, quadratureTolerance: quadratureTolerance,
-              minimumSize: minimumSize, minimumConfidence: minimumConfidence, maximumObservations: maximumObservations)
+              minimumSize: minimumSize, minimumConfidence: minimumConfidence, maximumObservations: maximumObservations,
+              retriesAtFinerScale: retriesAtFinerScale)
     }
 
     func validate() throws {
-        do { _ = try RectangleDetector(options: options) } catch { throw ValidationError("\(error)") }
+        do { _ = try RectangleDetector(options: options(retriesAtFinerScale: false)) } catch { throw ValidationError("\(error)") }
     }
 
-    func makeDetector() throws -> RectangleDetector { try RectangleDetector(options: options) }
+    func makeDetector(retriesAtFinerScale: Bool) throws -> RectangleDetector {
+        try RectangleDetector(options: options(retriesAtFinerScale: retriesAtFinerScale))
+    }
 }
 
 struct RectanglesCommand: ParsableCommand {
@@ -75,8 +80,11 @@ struct RectanglesCommand: ParsableCommand {
     @Flag(help: "Also search the folders inside input folders.")
     var recursive = false
 
+    @Flag(inversion: .prefixedNo, help: "Where nothing is found, look once more at a finer scale (slower on pictures without rectangles).")
+    var finerRetry = true
+
     func run() throws {
-        let detector = try flags.makeDetector()
+        let detector = try flags.makeDetector(retriesAtFinerScale: finerRetry)
         let found = expand(inputs, recursive: recursive, skipping: saveDir ?? rectify)
         for missing in found.missing { FileHandle.standardError.write(Data("\(missing): no such file or folder\n".utf8)) }
         guard !found.files.isEmpty else { throw CommandFailure("no pictures found in \(inputs.joined(separator: " "))") }

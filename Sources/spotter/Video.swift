@@ -158,7 +158,7 @@ struct Video: ParsableCommand {
         let interruption = Interruption(stopping: pipeline.stopRequested)
         let bar = ProgressBar(total: info.frameCount ?? 0, enabled: true)
         let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines,
-                                  rectangles: rectangles ? try rectangleFlags.makeDetector() : nil)
+                                  rectangles: rectangles ? try rectangleFlags.makeDetector(retriesAtFinerScale: false) : nil)
         var stats: PipelineStats
         do {
             stats = try pipeline.run(detect: { frame in
