@@ -129,3 +129,34 @@ enum Drawn {
         #expect(Homography(from: collinear, to: to) == nil)
     }
 }
+
+/// The rendered set of scripts/make_rectangle_set.py (OpenCV's drawings and their true corners).
+@Suite struct FinerRetryTests {
+    /// Every third picture: 160 with a rectangle, 20 without. A rectangle counts as found when the
+    /// strongest one reported has every corner within 5% of the true diagonal (check_rectangles.py's rule).
+    @Test func aSecondLookAtAFinerScaleFindsRectanglesTheFirstMissesAndNoFalseOnes() throws {
+        let folder = Fixtures.generated.appendingPathComponent("rectangles")
+        let set = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("truth.json"))) as! [String: Any]
+        let all = set["pictures"] as! [[String: Any]]
+        let pictures = stride(from: 0, to: all.count, by: 3).map { all[$0] }
+        var found: [Bool: Int] = [:], falseOnes: [Bool: Int] = [:]
+        for retry in [false, true] {
+            let detector = try RectangleDetector(options: .init(minimumAspectRatio: 0.3, quadratureTolerance: 40, retriesAtFinerScale: retry))
+            for picture in pictures {
+                let image = try ImageFile.decode(folder.appendingPathComponent(picture["image"] as! String).path).upright
+                let reported = detector.detect(in: image)
+                let corners = (picture["corners"] as! [[Double]]).map { Point(x: $0[0] + 0.5, y: $0[1] + 0.5) }
+                guard !corners.isEmpty else {
+                    falseOnes[retry, default: 0] += reported.count
+                    continue
+                }
+                let diagonal = max(corners[2].distance(to: corners[0]), corners[3].distance(to: corners[1]))
+                if let first = reported.first, zip(first.corners, corners).allSatisfy({ $0.distance(to: $1) <= 0.05 * diagonal }) {
+                    found[retry, default: 0] += 1
+                }
+            }
+        }
+        #expect(found[true, default: 0] > found[false, default: 0], "found \(found[true, default: 0]) with the second look, \(found[false, default: 0]) without")
+        #expect(falseOnes[true, default: 0] <= falseOnes[false, default: 0])
+    }
+}
