@@ -61,9 +61,9 @@ final class VNNIConvolution: Kernel {
 
         let direct = g.filterHeight == 1 && g.filterWidth == 1 && g.strideHeight == 1 && g.strideWidth == 1
             && g.padTop == 0 && g.padLeft == 0 && g.inputChannels % 4 == 0
-        let layout = Self.fieldLayout(filterHeight: g.filterHeight, rowLength: g.filterWidth * g.inputChannels,
-                                      dilationWidth: g.dilationWidth, direct: direct)
-        let k4 = layout.k4, rowLength = g.filterWidth * g.inputChannels
+        let rowLength = g.filterWidth * g.inputChannels
+        let layout = Self.fieldLayout(filterHeight: g.filterHeight, rowLength: rowLength, dilationWidth: g.dilationWidth, direct: direct)
+        let k4 = layout.k4
         let nr = Int(SPOTTER_CONV_NR)
         let padded = (channels + nr - 1) / nr * nr
         packed = .allocate(capacity: padded * k4)
