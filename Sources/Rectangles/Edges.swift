@@ -239,14 +239,19 @@ struct EdgeMap {
     static func thinEdges(squaredMagnitude m: [Float], gx: [Float], gy: [Float], width w: Int, height h: Int) -> [UInt8] {
         var state = [UInt8](repeating: 0, count: w * h)   // 0 none, 1 weak, 2 strong
         guard w >= 3 && h >= 3, m.count >= w * h, gx.count >= w * h, gy.count >= w * h else { return state }
-        var stack: [Int] = []
+        // Strong pixels waiting to spread: each pixel is pushed at most once (when it turns strong),
+        // so the stack never holds more than the picture's pixels.
+        let stack = UnsafeMutableBufferPointer<Int32>.allocate(capacity: w * h)
+        defer { stack.deallocate() }
+        var top = 0
+        let around = SIMD8<Int>(-w - 1, -w, -w + 1, -1, 1, w - 1, w, w + 1)
         let low = lowThreshold * lowThreshold, high = highThreshold * highThreshold
         // Pixels 1...w-2 of rows 1...h-2 only, so every neighbour read below is inside the arrays.
         m.withUnsafeBufferPointer { m in
             gx.withUnsafeBufferPointer { gx in
                 gy.withUnsafeBufferPointer { gy in
                     state.withUnsafeMutableBufferPointer { state in
-                        let (mp, gxp, gyp, sp) = (m.baseAddress!, gx.baseAddress!, gy.baseAddress!, state.baseAddress!)
+                        let (mp, gxp, gyp, sp, pending) = (m.baseAddress!, gx.baseAddress!, gy.baseAddress!, state.baseAddress!, stack.baseAddress!)
                         for y in 1..<(h - 1) {
                             let row = y * w
                             var x = 1
@@ -254,7 +259,8 @@ struct EdgeMap {
                                 let strong = suppressEight(mp + row + x, gxp + row + x, gyp + row + x, sp + row + x, width: w, low: low, high: high)
                                 var bits = strong
                                 while bits != 0 {
-                                    stack.append(row + x + bits.trailingZeroBitCount)
+                                    pending[top] = Int32(row + x + bits.trailingZeroBitCount)
+                                    top += 1
                                     bits &= bits - 1
                                 }
                                 x += 8
@@ -265,16 +271,21 @@ struct EdgeMap {
                                 guard v >= low else { continue }
                                 let step = direction(gxp[i], gyp[i], width: w)
                                 guard v > mp[i - step] && v >= mp[i + step] else { continue }
-                                if v >= high { sp[i] = 2; stack.append(i) } else { sp[i] = 1 }
+                                if v >= high { sp[i] = 2; pending[top] = Int32(i); top += 1 } else { sp[i] = 1 }
                             }
                         }
                         // Hysteresis: only inner pixels are ever marked, so their neighbours are inside.
-                        while let i = stack.popLast() {
-                            @inline(__always) func grow(_ j: Int) {
-                                if sp[j] == 1 { sp[j] = 2; stack.append(j) }
+                        while top > 0 {
+                            top -= 1
+                            let i = Int(pending[top])
+                            for k in 0..<8 {
+                                let j = i &+ around[k]
+                                if sp[j] == 1 {
+                                    sp[j] = 2
+                                    pending[top] = Int32(j)
+                                    top += 1
+                                }
                             }
-                            grow(i &- w &- 1); grow(i &- w); grow(i &- w &+ 1); grow(i &- 1)
-                            grow(i &+ 1); grow(i &+ w &- 1); grow(i &+ w); grow(i &+ w &+ 1)
                         }
                         // Strong (2) becomes an edge (1); weak (1) and none (0) become 0.
                         for i in 0..<state.count { sp[i] = sp[i] &>> 1 }
