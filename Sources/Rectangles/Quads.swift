@@ -68,15 +68,14 @@ struct QuadFinder {
             for (k, corner) in corners[i].enumerated() { cornerIndex[i * n + corner.other] = Int32(k) }
         }
         let shortest = 0.4 * minimumSide
-        // Quads are keyed by their four lines, sides by their two corners (each the meeting of two
-        // lines): many quadrilaterals share a side, whose support is then measured once.
-        var seen = Set<Int>()
+        // Sides are keyed by their two corners (each the meeting of two lines), in either order:
+        // many quadrilaterals share a side, whose support is then measured once.
         var sides: [Int: Support?] = [:]
         // Each line's edge profile between its outermost corners, made when a side first needs it.
         var profiles = [Profile?](repeating: nil, count: n)
         func corner(_ i: Int, _ j: Int) -> Int { min(i, j) * Self.lineLimit + max(i, j) }
         func side(_ from: Int, _ to: Int, along line: Int, _ p: Point, _ q: Point) -> Support? {
-            let key = from * Self.lineLimit * Self.lineLimit + to
+            let key = min(from, to) * Self.lineLimit * Self.lineLimit + max(from, to)
             if let known = sides[key] { return known }
             if profiles[line] == nil {
                 let ts = corners[line].map(\.t)
@@ -90,7 +89,9 @@ struct QuadFinder {
         for a in used.indices {
             for ab in corners[a] where ab.other > a {
                 let b = ab.other, tb = used[b].position(of: ab.point)
-                for ad in corners[a] where ad.other > a && ad.other != b && abs(ad.t - ab.t) >= shortest {
+                // The cycle a-b-c-d with a its least line and b < d: each quadrilateral of four lines
+                // (in each of its cyclic orders) is met once.
+                for ad in corners[a] where ad.other > b && abs(ad.t - ab.t) >= shortest {
                     let d = ad.other
                     for bc in corners[b] where bc.other > a && bc.other != d && abs(bc.t - tb) >= shortest {
                         let c = bc.other, tc = used[c].position(of: bc.point)
@@ -98,9 +99,6 @@ struct QuadFinder {
                         guard k >= 0 else { continue }
                         let cd = corners[c][k]
                         guard abs(cd.t - tc) >= shortest, cd.point.distance(to: ad.point) >= shortest else { continue }
-                        // The same four lines in another cyclic order make another quadrilateral.
-                        let key = ((a * Self.lineLimit + min(b, d)) * Self.lineLimit + c) * Self.lineLimit + max(b, d)
-                        guard seen.insert(key).inserted else { continue }
                         let ids = (corner(a, b), corner(b, c), corner(c, d), corner(a, d))
                         let quad = score(ab.point, bc.point, cd.point, ad.point) { index, from, to in
                             switch index {
@@ -164,9 +162,11 @@ struct QuadFinder {
         }
         let confidence = hits / total
         guard confidence >= Self.outlineSupport else { return nil }
-        let area = abs(f0.x * f1.y - f1.x * f0.y + f1.x * f2.y - f2.x * f1.y + f2.x * f3.y - f3.x * f2.y + f3.x * f0.y - f0.x * f3.y) / 2
-        return Quad(corners: [f0, f1, f2, f3], confidence: confidence,
-                    rank: confidence + 0.5 * contrasted / total + 1.5 * (area / (w * h)).squareRoot())
+        let signedArea = (f0.x * f1.y - f1.x * f0.y + f1.x * f2.y - f2.x * f1.y + f2.x * f3.y - f3.x * f2.y + f3.x * f0.y - f0.x * f3.y) / 2
+        // Clockwise as displayed (y down), so that refinement, which walks each side from one corner
+        // to the next, sees every quadrilateral the same way however its lines were met.
+        return Quad(corners: signedArea >= 0 ? [f0, f1, f2, f3] : [f0, f3, f2, f1], confidence: confidence,
+                    rank: confidence + 0.5 * contrasted / total + 1.5 * (abs(signedArea) / (w * h)).squareRoot())
     }
 
     /// ``RectangleDetector/passes(_:options:imageSize:)`` with slack (5 degrees more quadrature
