@@ -1,10 +1,10 @@
 import Imaging
 
 /// A single-channel float picture, row-major without padding.
-struct Plane {
-    let width: Int
-    let height: Int
-    var pixels: [Float]
+package struct Plane {
+    package let width: Int
+    package let height: Int
+    package var pixels: [Float]
 
     init(width: Int, height: Int, pixels: [Float]? = nil) {
         self.width = width
@@ -14,12 +14,12 @@ struct Plane {
 }
 
 /// Reads luma (BT.601 weights, 0...255) from any pixel format, at full resolution or box-averaged.
-struct Luma {
+package struct Luma {
     let image: Image
     private let offsets: (r: Int, g: Int, b: Int)
     private let bytesPerPixel: Int
 
-    init(_ image: Image) {
+    package init(_ image: Image) {
         self.image = image
         bytesPerPixel = image.format.bytesPerPixel
         switch image.format {
@@ -58,7 +58,7 @@ struct Luma {
     /// The picture averaged over `factor` x `factor` blocks (the last partial row and column
     /// dropped): its luma, or with `channels`, red, green and blue as three planes (one for grey
     /// and YUV pictures, whose luma is what they have).
-    func downscaled(by factor: Int, channels: Bool = false) -> [Plane] {
+    package func downscaled(by factor: Int, channels: Bool = false) -> [Plane] {
         let ww = max(1, image.width / factor), wh = max(1, image.height / factor)
         let k = min(factor, image.width, image.height)
         let colour = channels && bytesPerPixel > 1
@@ -83,9 +83,22 @@ struct Luma {
                         blue.pixels.withUnsafeMutableBufferPointer { b in
                             for oy in 0..<wh {
                                 let first = src.baseAddress! + start + oy * k * stride
-                                for i in 0..<usedBytes { columns[i] = UInt16(first[i]) }
-                                for dy in 1..<max(1, k) {
-                                    let row = src.baseAddress! + start + (oy * k + dy) * stride
+                                // Two or three rows at a time: one store per column per pass.
+                                var dy = 1
+                                if k >= 3 {
+                                    let second = first + stride, third = first + 2 * stride
+                                    for i in 0..<usedBytes { columns[i] = UInt16(first[i]) &+ UInt16(second[i]) &+ UInt16(third[i]) }
+                                    dy = 3
+                                } else {
+                                    for i in 0..<usedBytes { columns[i] = UInt16(first[i]) }
+                                }
+                                while dy + 1 < k {
+                                    let row = first + dy * stride, next = row + stride
+                                    for i in 0..<usedBytes { columns[i] &+= UInt16(row[i]) &+ UInt16(next[i]) }
+                                    dy += 2
+                                }
+                                if dy < k {
+                                    let row = first + dy * stride
                                     for i in 0..<usedBytes { columns[i] &+= UInt16(row[i]) }
                                 }
                                 let line = oy * ww
@@ -102,15 +115,23 @@ struct Luma {
                                 // read at the blocks' starts. Sums of k columns of at most k bytes each fit
                                 // 32 bits; 16 would overflow past a factor of 16.
                                 let span = usedBytes - (k - 1) * bpp
-                                for i in 0..<span { blocks[i] = Int32(columns[i]) }
-                                for dx in 1..<max(1, k) {
+                                var dx = 1
+                                if k >= 3 {
+                                    let two = 2 * bpp
+                                    for i in 0..<span { blocks[i] = Int32(columns[i]) &+ Int32(columns[i &+ bpp]) &+ Int32(columns[i &+ two]) }
+                                    dx = 3
+                                } else {
+                                    for i in 0..<span { blocks[i] = Int32(columns[i]) }
+                                }
+                                while dx < k {
                                     let shift = dx * bpp
                                     for i in 0..<span { blocks[i] &+= Int32(columns[i &+ shift]) }
+                                    dx += 1
                                 }
                                 let blockBytes = k * bpp
                                 if colour {
                                     for ox in 0..<ww {
-                                        let p = ox * blockBytes
+                                        let p = ox &* blockBytes
                                         r[line + ox] = Float(blocks[p + ro]) * channelScale
                                         g[line + ox] = Float(blocks[p + go]) * channelScale
                                         b[line + ox] = Float(blocks[p + bo]) * channelScale

@@ -30,7 +30,11 @@ enum Drawn {
 
 @Suite struct RectangleOptionTests {
     static func detect(_ name: String, _ options: RectangleDetector.Options) throws -> [RectangleObservation] {
-        try RectangleDetector(options: options).detect(in: try Drawn.picture(name))
+        try detect(try Drawn.picture(name), options)
+    }
+
+    static func detect(_ picture: Image, _ options: RectangleDetector.Options) throws -> [RectangleObservation] {
+        try RectangleDetector(options: options).detect(in: picture)
     }
 
     @Test func findsCornersWithinAQuarterPixel() throws {
@@ -40,6 +44,19 @@ enum Drawn {
             #expect(found.count == 1, "\(name)")
             if let first = found.first { #expect(Drawn.error(first.corners, truth) < 0.25, "\(name): \(first.corners) vs \(truth)") }
         }
+    }
+
+    /// Bigger pictures are averaged down by larger factors (2 to 10 here), in pixel formats of one,
+    /// three and four bytes: the corners found stay on the drawn ones.
+    @Test(arguments: [(1, PixelFormat.rgb24), (2, .rgb24), (3, .bgra), (5, .gray8), (3, .gray8)])
+    func findsTheSameCornersAtEveryWorkingScale(scale: Int, format: PixelFormat) throws {
+        let drawn = try Drawn.picture("square")
+        let picture = drawn.resized(to: Size(width: drawn.width * scale, height: drawn.height * scale)).converted(to: format)
+        let found = try Self.detect(picture, .init(minimumAspectRatio: 0.3, quadratureTolerance: 30, minimumSize: 0.1))
+        let truth = try Drawn.corners("square")[0]
+        let first = try #require(found.first, "\(scale)x \(format)")
+        #expect(Drawn.error(first.corners.map { Point(x: $0.x / Double(scale), y: $0.y / Double(scale)) }, truth) < 0.3,
+                "\(scale)x \(format): \(first.corners) vs \(truth)")
     }
 
     @Test func aspectRatioBoundsAdmitAndRejectAHalfRectangle() throws {
@@ -158,5 +175,45 @@ enum Drawn {
         }
         #expect(found[true, default: 0] > found[false, default: 0], "found \(found[true, default: 0]) with the second look, \(found[false, default: 0]) without")
         #expect(falseOnes[true, default: 0] <= falseOnes[false, default: 0])
+    }
+}
+
+@Suite struct DownscaleTests {
+    /// Block averages of every channel, and of luma, equal the plain sum over each block's pixels
+    /// for factors 1 to 7 on odd-sized pictures with padded rows, in formats of one, three and four bytes.
+    @Test(arguments: [PixelFormat.rgb24, .bgr24, .bgra, .rgba, .gray8])
+    func blockAveragesEqualThePlainSums(format: PixelFormat) throws {
+        let width = 53, height = 37, bpp = format.bytesPerPixel, stride = width * bpp + 5
+        var bytes = [UInt8](repeating: 0, count: stride * height)
+        var state: UInt32 = 12345
+        for i in bytes.indices { state = state &* 1_664_525 &+ 1_013_904_223; bytes[i] = UInt8(truncatingIfNeeded: state >> 24) }
+        let picture = try Image(width: width, height: height, format: format, data: bytes, strides: [stride])
+        let order: [Int] = switch format {
+        case .bgr24, .bgra: [2, 1, 0]
+        default: [0, 1, 2]
+        }
+        for factor in 1...7 {
+            let ww = width / factor, wh = height / factor
+            let planes = Luma(picture).downscaled(by: factor, channels: true)
+            let luma = Luma(picture).downscaled(by: factor, channels: false)[0]
+            for oy in 0..<wh {
+                for ox in 0..<ww {
+                    var sums = [0, 0, 0]
+                    for y in (oy * factor)..<((oy + 1) * factor) {
+                        for x in (ox * factor)..<((ox + 1) * factor) {
+                            for c in 0..<min(3, bpp) { sums[c] += Int(bytes[y * stride + x * bpp + order[c]]) }
+                        }
+                    }
+                    let n = Float(factor * factor), i = oy * ww + ox
+                    if bpp == 1 {
+                        #expect(planes.count == 1 && abs(planes[0].pixels[i] - Float(sums[0]) / n) < 1e-3, "factor \(factor) at \(ox),\(oy)")
+                        continue
+                    }
+                    for c in 0..<3 { #expect(abs(planes[c].pixels[i] - Float(sums[c]) / n) < 1e-3, "factor \(factor) channel \(c) at \(ox),\(oy)") }
+                    let weighted = Float(77 * sums[0] + 150 * sums[1] + 29 * sums[2]) / (256 * n)
+                    #expect(abs(luma.pixels[i] - weighted) < 1e-3, "factor \(factor) luma at \(ox),\(oy)")
+                }
+            }
+        }
     }
 }
