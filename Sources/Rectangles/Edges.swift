@@ -36,7 +36,12 @@ package struct Luma {
     /// Luma of the stored pixel at column `x`, row `y` (both clamped into the picture).
     func value(x: Int, y: Int) -> Float {
         let cx = min(max(x, 0), image.width - 1), cy = min(max(y, 0), image.height - 1)
-        let base = image.planeOffsets[0] + cy * image.strides[0] + cx * bytesPerPixel
+        return pixel(image.planeOffsets[0] + cy * image.strides[0] + cx * bytesPerPixel)
+    }
+
+    /// Luma of the pixel whose bytes start at `base` in the image's data.
+    @inline(__always)
+    private func pixel(_ base: Int) -> Float {
         if bytesPerPixel == 1 { return Float(image.data[base]) }
         let sum = 77 * Int(image.data[base + offsets.r]) + 150 * Int(image.data[base + offsets.g]) + 29 * Int(image.data[base + offsets.b])
         return Float(sum) / 256
@@ -47,6 +52,13 @@ package struct Luma {
         let fx = x - 0.5, fy = y - 0.5
         let x0 = Rounding.floor(fx), y0 = Rounding.floor(fy)
         let ax = Float(fx - Double(x0)), ay = Float(fy - Double(y0))
+        if x0 >= 0 && y0 >= 0 && x0 + 1 < image.width && y0 + 1 < image.height {
+            // All four pixels inside: read them without clamping.
+            let base = image.planeOffsets[0] + y0 * image.strides[0] + x0 * bytesPerPixel, below = base + image.strides[0]
+            let top = pixel(base) * (1 - ax) + pixel(base + bytesPerPixel) * ax
+            let bottom = pixel(below) * (1 - ax) + pixel(below + bytesPerPixel) * ax
+            return top * (1 - ay) + bottom * ay
+        }
         let top = value(x: x0, y: y0) * (1 - ax) + value(x: x0 + 1, y: y0) * ax
         let bottom = value(x: x0, y: y0 + 1) * (1 - ax) + value(x: x0 + 1, y: y0 + 1) * ax
         return top * (1 - ay) + bottom * ay

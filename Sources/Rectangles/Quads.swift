@@ -44,12 +44,13 @@ struct QuadFinder {
     func candidates() -> [Quad] {
         let used = Array(lines.prefix(Self.lineLimit))
         var corners = [[Corner]](repeating: [], count: used.count)
-        let minimumAngle = (90 - options.quadratureTolerance - 8) * .pi / 180
+        // Lines meeting at no less than this angle: the cosine of their directions at most this.
+        let largestCosine = cos((90 - options.quadratureTolerance - 8) * .pi / 180)
         for i in used.indices {
             for j in (i + 1)..<max(i + 1, used.count) {
                 let a = used[i], b = used[j]
                 let cosine = abs(a.direction.x * b.direction.x + a.direction.y * b.direction.y)
-                guard acos(min(1, cosine)) >= minimumAngle, let p = a.intersection(with: b) else { continue }
+                guard cosine <= largestCosine, let p = a.intersection(with: b) else { continue }
                 let ta = a.position(of: p), tb = b.position(of: p)
                 // Both lines reach the point (allowing for a hidden corner), and at least one of
                 // them ends there: the other may run on into collinear clutter.
