@@ -74,9 +74,7 @@ enum LineFinder {
         }
         segments.sort { $0.support > $1.support }
         var merged: [Line] = []
-        // Merged lines by direction, in bins as wide as the merging tolerance (so a line within it
-        // lies in the same bin or the next on either side), each bin's indices ascending.
-        var bins = [[Int]](repeating: [], count: directionBins)
+        var index = MergeIndex(width: edges.width, height: edges.height)
         for segment in segments {
             let first = segment.point(at: segment.start), last = segment.point(at: segment.end)
             // Collinear, and the gap between them no longer than the shorter piece: a side broken by
@@ -88,29 +86,84 @@ enum LineFinder {
                 let gap = max(0, min(a, b) - line.end, line.start - max(a, b))
                 return gap <= min(line.length, segment.length) + 2
             }
-            // The earliest merged line that it joins, as a scan of all of them in order would find.
+            // The earliest merged line that it joins, as a scan of all of them in order would find:
+            // any such line is in the same direction bin or the next on either side, and its cell
+            // there holds the segment's first point.
             let bin = directionBin(segment)
             var found: Int?
-            for offset in [directionBins - 1, 0, 1] {
-                for index in bins[(bin + offset) % directionBins] where index < found ?? .max && joins(merged[index]) {
-                    found = index
+            for offset in 0..<3 {
+                let near = (bin + directionBins - 1 + offset) % directionBins
+                for candidate in index.lines(inBin: near, near: first) where candidate < found ?? .max && joins(merged[candidate]) {
+                    found = candidate
                     break
                 }
             }
-            if let index = found {
-                let before = directionBin(merged[index])
-                merged[index].absorb(segment)
-                let after = directionBin(merged[index])
-                if after != before {
-                    bins[before].removeAll { $0 == index }
-                    bins[after].insert(index, at: bins[after].firstIndex { $0 > index } ?? bins[after].count)
-                }
+            if let found {
+                merged[found].absorb(segment)
+                index.update(found, merged[found])
             } else {
-                bins[bin].append(merged.count)
+                index.update(merged.count, segment)
                 merged.append(segment)
             }
         }
         return merged.filter { $0.support >= minimumLength / 3 }.sorted { $0.support > $1.support }
+    }
+
+    /// Merged lines filed by direction bin and, within it, by offset across the bin's middle
+    /// direction, so that a segment is compared only with lines it could join.
+    struct MergeIndex {
+        static let cellSize = 16.0
+        let centre: Point
+        let halfDiagonal: Double
+        let cellsPerBin: Int
+        /// Each cell's line indices, ascending.
+        var cells: [[Int]]
+        /// Where each line is filed: its bin and first and last cell.
+        var filed: [(bin: Int, low: Int, high: Int)] = []
+        /// Unit normals of the bins' middle directions.
+        let normals: [Point] = (0..<LineFinder.directionBins).map { bin in
+            let angle = (Double(bin) + 0.5) * 6 * .pi / 180
+            return Point(x: -sin(angle), y: cos(angle))
+        }
+
+        init(width: Int, height: Int) {
+            centre = Point(x: Double(width) / 2, y: Double(height) / 2)
+            halfDiagonal = (centre.x * centre.x + centre.y * centre.y).squareRoot() + 3
+            cellsPerBin = Int(2 * halfDiagonal / Self.cellSize) + 2
+            cells = [[Int]](repeating: [], count: LineFinder.directionBins * cellsPerBin)
+        }
+
+        func cell(_ offset: Double) -> Int { min(cellsPerBin - 1, max(0, Int((offset + halfDiagonal) / Self.cellSize))) }
+
+        /// Lines filed in `bin` whose cells cover `point` (a point of the picture).
+        func lines(inBin bin: Int, near point: Point) -> [Int] {
+            let n = normals[bin]
+            return cells[bin * cellsPerBin + cell((point.x - centre.x) * n.x + (point.y - centre.y) * n.y)]
+        }
+
+        /// Files line `index` (new, or moved by absorbing a segment): in its direction bin, in every
+        /// cell holding a point of the picture within 2.5 pixels of it. Along the line the offset
+        /// changes by at most the sine of its angle to the bin's middle times the distance.
+        mutating func update(_ index: Int, _ line: Line) {
+            let bin = LineFinder.directionBin(line), n = normals[bin]
+            let dx = line.center.x - centre.x, dy = line.center.y - centre.y
+            let offset = dx * n.x + dy * n.y
+            let reach = halfDiagonal + (dx * dx + dy * dy).squareRoot()
+            let spread = reach * abs(line.direction.x * n.x + line.direction.y * n.y) + 3
+            let place = (bin: bin, low: cell(offset - spread), high: cell(offset + spread))
+            if index < filed.count {
+                let old = filed[index]
+                if old == place { return }
+                for c in old.low...old.high { cells[old.bin * cellsPerBin + c].removeAll { $0 == index } }
+                filed[index] = place
+            } else {
+                filed.append(place)
+            }
+            for c in place.low...place.high {
+                let k = bin * cellsPerBin + c
+                cells[k].insert(index, at: cells[k].lastIndex { $0 < index }.map { $0 + 1 } ?? 0)
+            }
+        }
     }
 
     /// Segments within 6 degrees of a line's direction may join it.
