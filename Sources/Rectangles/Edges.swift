@@ -11,6 +11,13 @@ package struct Plane {
         self.height = height
         self.pixels = pixels ?? [Float](repeating: 0, count: width * height)
     }
+
+    /// A plane whose every pixel the caller writes before any is read.
+    init(width: Int, height: Int, writtenByCaller: Void) {
+        self.width = width
+        self.height = height
+        pixels = [Float](unsafeUninitializedCapacity: width * height) { _, count in count = width * height }
+    }
 }
 
 /// Reads luma (BT.601 weights, 0...255) from any pixel format, at full resolution or box-averaged.
@@ -74,9 +81,11 @@ package struct Luma {
         let ww = max(1, image.width / factor), wh = max(1, image.height / factor)
         let k = min(factor, image.width, image.height)
         let colour = channels && bytesPerPixel > 1
-        var out = Plane(width: colour ? 0 : ww, height: colour ? 0 : wh)
+        // Every block of every plane is written below.
+        var out = Plane(width: colour ? 0 : ww, height: colour ? 0 : wh, writtenByCaller: ())
         let (cw, ch) = colour ? (ww, wh) : (0, 0)
-        var red = Plane(width: cw, height: ch), green = Plane(width: cw, height: ch), blue = Plane(width: cw, height: ch)
+        var red = Plane(width: cw, height: ch, writtenByCaller: ()), green = Plane(width: cw, height: ch, writtenByCaller: ())
+        var blue = Plane(width: cw, height: ch, writtenByCaller: ())
         let stride = image.strides[0], start = image.planeOffsets[0], bpp = bytesPerPixel
         let (ro, go, bo) = offsets
         let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256)), channelScale = scale * 256

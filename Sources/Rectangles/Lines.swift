@@ -72,10 +72,12 @@ enum LineFinder {
         for chain in chains(in: edges) {
             split(chain, from: 0, to: chain.count - 1, into: &segments)
         }
-        segments.sort { $0.support > $1.support }
+        // Longest first (ties in the order found); indices sorted, not the segments themselves.
+        let order = segments.indices.sorted { segments[$0].support > segments[$1].support }
         var merged: [Line] = []
         var index = MergeIndex(width: edges.width, height: edges.height)
-        for segment in segments {
+        for k in order {
+            let segment = segments[k]
             let first = segment.point(at: segment.start), last = segment.point(at: segment.end)
             // Collinear, and the gap between them no longer than the shorter piece: a side broken by
             // an occluder or a shadow, not unrelated clutter that happens to line up.
