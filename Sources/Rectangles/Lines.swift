@@ -217,23 +217,33 @@ enum LineFinder {
         // Neighbours in circular order so that "continue straight" is a small index distance, and
         // the turn from one heading to another (0 straight ... 4 back), looked up.
         let offsets = [1, w + 1, w, w - 1, -1, -w - 1, -w, -w + 1]
-        let turns: [Int] = (0..<64).map { let (from, to) = ($0 / 8, $0 % 8); return min((to - from + 8) % 8, (from - to + 8) % 8) }
+        // For each heading, the neighbours a walk may take (turning at most 90 degrees) in order of
+        // preference: least turn first, ties to the lower index; heading 8 is a walk's first step,
+        // which prefers the four straight neighbours.
+        let preferred: [Int] = (0..<8).flatMap { heading -> [Int] in
+            let turns = (0..<8).map { k in min((k - heading + 8) % 8, (heading - k + 8) % 8) }
+            let allowed = (0..<8).filter { turns[$0] <= 2 }.sorted { (turns[$0], $0) < (turns[$1], $1) }
+            return allowed + [Int](repeating: 0, count: 8 - allowed.count)
+        } + [0, 2, 4, 6, 1, 3, 5, 7]
         open.withUnsafeMutableBufferPointer { open in
             offsets.withUnsafeBufferPointer { offsets in
-                turns.withUnsafeBufferPointer { turns in
+                preferred.withUnsafeBufferPointer { preferred in
                     var forward: [Int] = [], backward: [Int] = []
                     /// Follows the edge from `start`, always to the unvisited neighbour that turns least
                     /// (at most 90 degrees), and records the pixels in `path`.
                     func walk(from start: Int, into path: inout [Int]) {
                         path.removeAll(keepingCapacity: true)
-                        var current = start, heading = -1
+                        var current = start, heading = 8
                         while true {
-                            var best = -1, bestTurn = 9
-                            for k in 0..<8 where open[current &+ offsets[k]] != 0 {
-                                let turn = heading >= 0 ? turns[heading &* 8 &+ k] : k & 1
-                                if turn < bestTurn { bestTurn = turn; best = k }
+                            var best = -1
+                            let first = heading &* 8, count = heading == 8 ? 8 : 5
+                            var i = 0
+                            while i < count {
+                                let k = preferred[first &+ i]
+                                if open[current &+ offsets[k]] != 0 { best = k; break }
+                                i &+= 1
                             }
-                            guard best >= 0, bestTurn <= 2 else { return }
+                            guard best >= 0 else { return }
                             current = current &+ offsets[best]
                             open[current] = 0
                             heading = best
