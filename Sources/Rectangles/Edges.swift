@@ -197,22 +197,8 @@ struct EdgeMap {
         var gx = [Float](repeating: 0, count: w * h)
         var gy = [Float](repeating: 0, count: w * h)
         var magnitude = [Float](repeating: 0, count: w * h)
-        for channel in planes where w >= 3 && h >= 3 {
-            let smooth = Self.binomial(channel)
-            smooth.pixels.withUnsafeBufferPointer { p in
-                gx.withUnsafeMutableBufferPointer { gxs in
-                    gy.withUnsafeMutableBufferPointer { gys in
-                        magnitude.withUnsafeMutableBufferPointer { m in
-                            let source = p.baseAddress!
-                            for y in 1..<(h - 1) {
-                                let row = y * w
-                                Self.sobelRow(up: source + row - w, row: source + row, down: source + row + w,
-                                              gx: gxs.baseAddress! + row, gy: gys.baseAddress! + row, magnitude: m.baseAddress! + row, width: w)
-                            }
-                        }
-                    }
-                }
-            }
+        if w >= 3 && h >= 3 {
+            Self.smoothedGradients(planes, gx: &gx, gy: &gy, magnitude: &magnitude)
         }
         isEdge = Self.thinEdges(squaredMagnitude: magnitude, gx: gx, gy: gy, width: w, height: h)
         self.gx = gx
@@ -257,34 +243,54 @@ struct EdgeMap {
         }
     }
 
-    /// [1 2 1] / 4 in both directions, edges clamped (wrapping index arithmetic inside the rows, so
-    /// the loops vectorize).
-    static func binomial(_ plane: Plane) -> Plane {
-        let w = plane.width, h = plane.height
-        var across = Plane(width: w, height: h)
-        var out = Plane(width: w, height: h)
-        plane.pixels.withUnsafeBufferPointer { p in
-            across.pixels.withUnsafeMutableBufferPointer { a in
-                for y in 0..<h {
-                    let row = y * w
-                    // The two end pixels clamp; the loop between them has no branches.
-                    a[row] = (3 * p[row] + p[row + min(1, w - 1)]) / 4
-                    if w > 1 { a[row + w - 1] = (p[row + w - 2] + 3 * p[row + w - 1]) / 4 }
-                    if w > 2 {
-                        for x in (row + 1)..<(row + w - 1) { a[x] = (p[x &- 1] + 2 * p[x] + p[x &+ 1]) * 0.25 }
+    /// Each plane smoothed by [1 2 1] / 4 in both directions (edges clamped), then its Sobel
+    /// gradients kept where they beat the planes before (``sobelRow(up:row:down:gx:gy:magnitude:width:)``).
+    /// Row by row through rings of three rows per plane: the smoothed planes are never stored whole.
+    static func smoothedGradients(_ planes: [Plane], gx: inout [Float], gy: inout [Float], magnitude: inout [Float]) {
+        let w = planes[0].width, h = planes[0].height, count = planes.count
+        precondition(w >= 3 && h >= 3 && planes.allSatisfy { $0.width == w && $0.height == h && $0.pixels.count == w * h }
+                     && gx.count == w * h && gy.count == w * h && magnitude.count == w * h)
+        // Per plane: three rows smoothed across, then three smoothed both ways; row r in slot r % 3.
+        let rings = UnsafeMutableBufferPointer<Float>.allocate(capacity: count * 6 * w)
+        defer { rings.deallocate() }
+        let base = rings.baseAddress!
+        @inline(__always) func across(_ plane: Int, _ r: Int) -> UnsafeMutablePointer<Float> { base + (plane * 6 + r % 3) * w }
+        @inline(__always) func smooth(_ plane: Int, _ r: Int) -> UnsafeMutablePointer<Float> { base + (plane * 6 + 3 + r % 3) * w }
+        for (index, plane) in planes.enumerated() {
+            plane.pixels.withUnsafeBufferPointer { p in Self.smoothAcross(p.baseAddress!, into: across(index, 0), width: w) }
+        }
+        gx.withUnsafeMutableBufferPointer { gxs in
+            gy.withUnsafeMutableBufferPointer { gys in
+                magnitude.withUnsafeMutableBufferPointer { m in
+                    for r in 0..<h {
+                        for (index, plane) in planes.enumerated() {
+                            if r + 1 < h {
+                                plane.pixels.withUnsafeBufferPointer { p in
+                                    Self.smoothAcross(p.baseAddress! + (r + 1) * w, into: across(index, r + 1), width: w)
+                                }
+                            }
+                            let up = across(index, max(r - 1, 0)), row = across(index, r), down = across(index, min(r + 1, h - 1))
+                            let out = smooth(index, r)
+                            for x in 0..<w { out[x] = (up[x] + 2 * row[x] + down[x]) * 0.25 }
+                        }
+                        guard r >= 2 else { continue }
+                        let y = r - 1, offset = y * w
+                        for index in 0..<count {
+                            Self.sobelRow(up: smooth(index, y - 1), row: smooth(index, y), down: smooth(index, y + 1),
+                                          gx: gxs.baseAddress! + offset, gy: gys.baseAddress! + offset, magnitude: m.baseAddress! + offset, width: w)
+                        }
                     }
                 }
             }
         }
-        across.pixels.withUnsafeBufferPointer { p in
-            out.pixels.withUnsafeMutableBufferPointer { o in
-                for y in 0..<h {
-                    let up = max(y - 1, 0) * w, row = y * w, down = min(y + 1, h - 1) * w
-                    for x in 0..<w { o[row &+ x] = (p[up &+ x] + 2 * p[row &+ x] + p[down &+ x]) * 0.25 }
-                }
-            }
-        }
-        return out
+    }
+
+    /// One row smoothed by [1 2 1] / 4, the two end pixels clamped (the loop between them has no branches).
+    @inline(__always)
+    static func smoothAcross(_ p: UnsafePointer<Float>, into a: UnsafeMutablePointer<Float>, width w: Int) {
+        a[0] = (3 * p[0] + p[1]) / 4
+        a[w - 1] = (p[w - 2] + 3 * p[w - 1]) / 4
+        for x in 1..<(w - 1) { a[x] = (p[x &- 1] + 2 * p[x] + p[x &+ 1]) * 0.25 }
     }
 
     /// Non-maximum suppression across the edge, then hysteresis from strong pixels through weak ones,
