@@ -26,8 +26,14 @@ package struct Luma {
     private let offsets: (r: Int, g: Int, b: Int)
     private let bytesPerPixel: Int
 
+    /// The first plane's start and row stride in `image.data`, read once.
+    private let start: Int
+    private let rowStride: Int
+
     package init(_ image: Image) {
         self.image = image
+        start = image.planeOffsets[0]
+        rowStride = image.strides[0]
         bytesPerPixel = image.format.bytesPerPixel
         switch image.format {
         case .rgb24, .rgba: offsets = (0, 1, 2)
@@ -43,7 +49,7 @@ package struct Luma {
     /// Luma of the stored pixel at column `x`, row `y` (both clamped into the picture).
     func value(x: Int, y: Int) -> Float {
         let cx = min(max(x, 0), image.width - 1), cy = min(max(y, 0), image.height - 1)
-        return pixel(image.planeOffsets[0] + cy * image.strides[0] + cx * bytesPerPixel)
+        return pixel(start + cy * rowStride + cx * bytesPerPixel)
     }
 
     /// Luma of the pixel whose bytes start at `base` in the image's data.
@@ -61,7 +67,7 @@ package struct Luma {
         let ax = Float(fx - Double(x0)), ay = Float(fy - Double(y0))
         if x0 >= 0 && y0 >= 0 && x0 + 1 < image.width && y0 + 1 < image.height {
             // All four pixels inside: read them without clamping.
-            let base = image.planeOffsets[0] + y0 * image.strides[0] + x0 * bytesPerPixel, below = base + image.strides[0]
+            let base = start + y0 * rowStride + x0 * bytesPerPixel, below = base + rowStride
             let top = pixel(base) * (1 - ax) + pixel(base + bytesPerPixel) * ax
             let bottom = pixel(below) * (1 - ax) + pixel(below + bytesPerPixel) * ax
             return top * (1 - ay) + bottom * ay
@@ -152,10 +158,10 @@ package struct Luma {
                                 let blockBytes = k * bpp
                                 if colour {
                                     for ox in 0..<ww {
-                                        let p = ox &* blockBytes
-                                        r[line + ox] = Float(blocks[p + ro]) * channelScale
-                                        g[line + ox] = Float(blocks[p + go]) * channelScale
-                                        b[line + ox] = Float(blocks[p + bo]) * channelScale
+                                        let p = ox &* blockBytes, o = line &+ ox
+                                        r[o] = Float(blocks[p &+ ro]) * channelScale
+                                        g[o] = Float(blocks[p &+ go]) * channelScale
+                                        b[o] = Float(blocks[p &+ bo]) * channelScale
                                     }
                                 } else {
                                     for ox in 0..<ww {

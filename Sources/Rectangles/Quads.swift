@@ -298,11 +298,13 @@ struct Refiner {
         let reach = factor + 2
         let count = min(48, max(8, Int(length / 4)))
         var positions: [(t: Double, offset: Double, polarity: Double)] = []
+        var profile: [Float] = []
+        profile.reserveCapacity(2 * reach + 3)
         for index in 0..<count {
             let t = length * (0.06 + 0.88 * (Double(index) + 0.5) / Double(count))
             let base = a + direction * t
             // Luma profile across the side, averaged over three points along it.
-            var profile: [Float] = []
+            profile.removeAll(keepingCapacity: true)
             for o in -(reach + 1)...(reach + 1) {
                 let p = base + normal * Double(o)
                 profile.append((luma.sample(p.x, p.y) + luma.sample(p.x + direction.x, p.y + direction.y)
