@@ -9,7 +9,7 @@ cyclic order). Says whether Spotter meets the bar of issue 12 (recall 0.95, mean
 0.1 false rectangles per empty picture) and exits non-zero when it falls below the floor given by
 --floor (default: that bar), which the test run sets to today's level as a regression guard.
 
-Usage: check_rectangles.py SPOTTER SET_DIR [--peer] [--limit N] [--floor RECALL,ERROR,FALSE]
+Usage: check_rectangles.py SPOTTER SET_DIR [--peer] [--no-finer-retry] [--limit N] [--floor RECALL,ERROR,FALSE]
 """
 import argparse
 import json
@@ -51,9 +51,9 @@ def score(truth, results, any_order):
             "found": found, "total": total}
 
 
-def run_spotter(spotter, folder, names):
+def run_spotter(spotter, folder, names, extra=()):
     command = [spotter, "rectangles", "--json", "--minimum-aspect-ratio", str(OPTIONS["minimum_aspect"]),
-               "--quadrature-tolerance", str(OPTIONS["tolerance"]), "--minimum-size", str(OPTIONS["minimum_size"])]
+               "--quadrature-tolerance", str(OPTIONS["tolerance"]), "--minimum-size", str(OPTIONS["minimum_size"]), *extra]
     output = subprocess.run(command + [os.path.join(folder, n) for n in names], capture_output=True, text=True)
     if output.returncode != 0:
         sys.exit(f"check_rectangles: spotter failed: {output.stderr[-2000:]}")
@@ -89,13 +89,14 @@ def main():
     parser.add_argument("--peer", action="store_true", help="also score the OpenCV recipe")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--misses", action="store_true", help="list the pictures Spotter gets wrong")
+    parser.add_argument("--no-finer-retry", action="store_true", help="Spotter's first look only (as on video frames)")
     parser.add_argument("--floor", default="0.95,0.015,0.1", help="least recall, most corner error, most false per empty picture")
     args = parser.parse_args()
     truth = json.load(open(os.path.join(args.folder, "truth.json")))["pictures"]
     if args.limit:
         truth = truth[:args.limit]
     names = [p["image"] for p in truth]
-    rows = [("spotter", *run_spotter(args.spotter, args.folder, names), False)]
+    rows = [("spotter", *run_spotter(args.spotter, args.folder, names, ["--no-finer-retry"] if args.no_finer_retry else []), False)]
     if args.peer:
         rows.append(("opencv peer", *run_peer(args.folder, names), True))
     hd = [p["image"] for p in truth if (p["width"], p["height"]) == (1280, 720)]
