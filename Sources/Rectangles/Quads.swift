@@ -117,6 +117,46 @@ struct QuadFinder {
         return quads
     }
 
+    /// The outermost of the candidates that enclose `quad` closely (every corner within 15% of its
+    /// diagonal, in some order) with nearly its confidence (at most 0.05 less), or `quad` itself:
+    /// a photo's white border or a card's rim outlines the object, the inner edge is part of its
+    /// picture. On the rendered sets (`spotter rectangles`, both looks): seed 12 0.885 -> 0.902,
+    /// seed 7 0.850 -> 0.860, seed 99 0.875 -> 0.869; the corners' error falls on all three.
+    static func outerFrame(of quad: Quad, among quads: [Quad]) -> Quad {
+        let c = quad.corners
+        let tolerance = 0.15 * max(c[0].distance(to: c[2]), c[1].distance(to: c[3]))
+        var best = quad, bestArea = area(c)
+        for other in quads where other.confidence >= quad.confidence - 0.05 {
+            let o = other.corners, otherArea = area(o)
+            guard otherArea > bestArea, c.allSatisfy({ encloses(o, $0) }), hugs(c, o, within: tolerance) else { continue }
+            best = other
+            bestArea = otherArea
+        }
+        return best
+    }
+
+    static func area(_ c: [Point]) -> Double {
+        abs((0..<4).reduce(0.0) { $0 + c[$1].x * c[($1 + 1) % 4].y - c[($1 + 1) % 4].x * c[$1].y }) / 2
+    }
+
+    /// Whether the convex quadrilateral `q` holds point `p` (up to about a pixel outside).
+    static func encloses(_ q: [Point], _ p: Point) -> Bool {
+        let sides = (0..<4).map { k -> Double in
+            let a = q[k], b = q[(k + 1) % 4]
+            return (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)
+        }
+        return sides.allSatisfy { $0 >= -1 } || sides.allSatisfy { $0 <= 1 }
+    }
+
+    /// Whether every corner of `a` is within `tolerance` of a corner of `b`, matched in order
+    /// around both outlines (either way round, from any start).
+    static func hugs(_ a: [Point], _ b: [Point], within tolerance: Double) -> Bool {
+        for order in [b, Array(b.reversed())] {
+            for shift in 0..<4 where (0..<4).allSatisfy({ a[$0].distance(to: order[($0 + shift) % 4]) <= tolerance }) { return true }
+        }
+        return false
+    }
+
     /// Least side length in working pixels that the options allow.
     var minimumSide: Double { Self.minimumSide(options, imageSize: imageSize, factor: factor) }
 

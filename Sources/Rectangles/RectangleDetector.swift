@@ -151,8 +151,9 @@ public struct RectangleDetector: Sendable {
         var keptBoxes: [Rect] = []
         let toUpright = orientation.map(from: image.size)
         let upright = orientation.uprightSize(image.size)
-        for quad in quads {
+        for candidate in quads {
             if options.maximumObservations > 0 && kept.count >= options.maximumObservations { break }
+            let quad = QuadFinder.outerFrame(of: candidate, among: quads)
             guard quad.confidence >= options.minimumConfidence else { continue }
             let corners = Refiner(luma: luma, factor: factor).refine(quad.corners)
             guard Self.passes(corners, options: options, imageSize: image.size) else { continue }
