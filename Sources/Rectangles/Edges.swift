@@ -6,14 +6,8 @@ package struct Plane {
     package let height: Int
     package var pixels: [Float]
 
-    init(width: Int, height: Int, pixels: [Float]? = nil) {
-        self.width = width
-        self.height = height
-        self.pixels = pixels ?? [Float](repeating: 0, count: width * height)
-    }
-
-    /// A plane whose every pixel the caller writes before any is read.
-    init(width: Int, height: Int, writtenByCaller: Void) {
+    /// A plane whose every pixel the caller writes before any is read (the storage is not zeroed).
+    init(width: Int, height: Int) {
         self.width = width
         self.height = height
         pixels = [Float](unsafeUninitializedCapacity: width * height) { _, count in count = width * height }
@@ -88,10 +82,10 @@ package struct Luma {
         let k = min(factor, image.width, image.height)
         let colour = channels && bytesPerPixel > 1
         // Every block of every plane is written below.
-        var out = Plane(width: colour ? 0 : ww, height: colour ? 0 : wh, writtenByCaller: ())
+        var out = Plane(width: colour ? 0 : ww, height: colour ? 0 : wh)
         let (cw, ch) = colour ? (ww, wh) : (0, 0)
-        var red = Plane(width: cw, height: ch, writtenByCaller: ()), green = Plane(width: cw, height: ch, writtenByCaller: ())
-        var blue = Plane(width: cw, height: ch, writtenByCaller: ())
+        var red = Plane(width: cw, height: ch), green = Plane(width: cw, height: ch)
+        var blue = Plane(width: cw, height: ch)
         let stride = image.strides[0], start = image.planeOffsets[0], bpp = bytesPerPixel
         let (ro, go, bo) = offsets
         let scale = 1 / Float(k * k * (bpp == 1 ? 1 : 256)), channelScale = scale * 256

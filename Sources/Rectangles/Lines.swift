@@ -123,7 +123,7 @@ enum LineFinder {
         /// Where each line is filed: its bin and first and last cell.
         var filed: [(bin: Int, low: Int, high: Int)] = []
         /// Unit normals of the bins' middle directions.
-        let normals: [Point] = (0..<LineFinder.directionBins).map { bin in
+        static let normals: [Point] = (0..<LineFinder.directionBins).map { bin in
             let angle = (Double(bin) + 0.5) * 6 * .pi / 180
             return Point(x: -sin(angle), y: cos(angle))
         }
@@ -139,7 +139,7 @@ enum LineFinder {
 
         /// Lines filed in `bin` whose cells cover `point` (a point of the picture).
         func lines(inBin bin: Int, near point: Point) -> [Int] {
-            let n = normals[bin]
+            let n = Self.normals[bin]
             return cells[bin * cellsPerBin + cell((point.x - centre.x) * n.x + (point.y - centre.y) * n.y)]
         }
 
@@ -147,7 +147,7 @@ enum LineFinder {
         /// cell holding a point of the picture within 2.5 pixels of it. Along the line the offset
         /// changes by at most the sine of its angle to the bin's middle times the distance.
         mutating func update(_ index: Int, _ line: Line) {
-            let bin = LineFinder.directionBin(line), n = normals[bin]
+            let bin = LineFinder.directionBin(line), n = Self.normals[bin]
             let dx = line.center.x - centre.x, dy = line.center.y - centre.y
             let offset = dx * n.x + dy * n.y
             let reach = halfDiagonal + (dx * dx + dy * dy).squareRoot()
@@ -214,8 +214,8 @@ enum LineFinder {
         // 1 for an edge pixel not yet taken into a chain. Only inner pixels are edges (EdgeMap marks
         // rows and columns 1...size-2), so every neighbour of one is inside the picture.
         var open = edges.isEdge
-        // Neighbours in circular order so that "continue straight" is a small index distance, and
-        // the turn from one heading to another (0 straight ... 4 back), looked up.
+        // Neighbours in circular order, so that the turn from one heading to another is the index
+        // distance between them (0 straight ... 4 back).
         let offsets = [1, w + 1, w, w - 1, -1, -w - 1, -w, -w + 1]
         // For each heading, the neighbours a walk may take (turning at most 90 degrees) in order of
         // preference: least turn first, ties to the lower index; heading 8 is a walk's first step,
