@@ -45,9 +45,13 @@ struct Line {
     mutating func fit() {
         let cx = sx / n, cy = sy / n
         let a = sxx / n - cx * cx, b = sxy / n - cx * cy, c = syy / n - cy * cy
-        let angle = 0.5 * atan2(2 * b, a - c)
         center = Point(x: cx, y: cy)
-        direction = Point(x: cos(angle), y: sin(angle))
+        // The axis at half the angle of (a - c, 2b), from the double angle's cosine without
+        // trigonometry: cos and sin of half an angle in (-90, 90] degrees.
+        let u = a - c, v = 2 * b, r = (u * u + v * v).squareRoot()
+        guard r > 0 else { direction = Point(x: 1, y: 0); return }
+        let cosine = u / r
+        direction = Point(x: ((1 + cosine) / 2).squareRoot(), y: (v < 0 ? -1 : 1) * max(0, (1 - cosine) / 2).squareRoot())
     }
 
     func position(of p: Point) -> Double { (p.x - center.x) * direction.x + (p.y - center.y) * direction.y }
