@@ -73,8 +73,9 @@ enum LineFinder {
     /// Lines with at least `minimumLength` / 3 pixels of support, longest support first.
     static func lines(in edges: EdgeMap, minimumLength: Double) -> [Line] {
         var segments: [Line] = []
-        for chain in chains(in: edges) {
-            split(chain, from: 0, to: chain.count - 1, into: &segments)
+        let (points, runs) = chains(in: edges)
+        for run in runs {
+            split(points, from: run.lowerBound, to: run.upperBound - 1, into: &segments)
         }
         // Longest first (ties in the order found); indices sorted, not the segments themselves.
         let order = segments.indices.sorted { segments[$0].support > segments[$1].support }
@@ -210,11 +211,12 @@ enum LineFinder {
         segments.append(line)
     }
 
-    /// Ordered runs of 8-connected edge pixels, traced both ways from each unvisited pixel.
-    static func chains(in edges: EdgeMap) -> [[Point]] {
+    /// Ordered runs of 8-connected edge pixels, traced both ways from each unvisited pixel: all
+    /// their points in one array, each chain a range of it.
+    static func chains(in edges: EdgeMap) -> (points: [Point], runs: [Range<Int>]) {
         let w = edges.width, h = edges.height
-        var chains: [[Point]] = []
-        guard w >= 3, h >= 3, edges.isEdge.count == w * h else { return chains }
+        var points: [Point] = [], runs: [Range<Int>] = []
+        guard w >= 3, h >= 3, edges.isEdge.count == w * h else { return (points, runs) }
         // 1 for an edge pixel not yet taken into a chain. Only inner pixels are edges (EdgeMap marks
         // rows and columns 1...size-2), so every neighbour of one is inside the picture.
         var open = edges.isEdge
@@ -254,22 +256,33 @@ enum LineFinder {
                             path.append(current)
                         }
                     }
-                    for start in 0..<(w * h) where open[start] != 0 {
-                        open[start] = 0
-                        walk(from: start, into: &forward)
-                        walk(from: start, into: &backward)
-                        let count = backward.count + 1 + forward.count
-                        guard count >= LineFinder.minimumSegment else { continue }
-                        var chain: [Point] = []
-                        chain.reserveCapacity(count)
-                        for i in backward.reversed() { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
-                        chain.append(Point(x: Double(start % w), y: Double(start / w)))
-                        for i in forward { chain.append(Point(x: Double(i % w), y: Double(i / w))) }
-                        chains.append(chain)
+                    // Edge pixels are sparse: eight bytes without one are skipped at once.
+                    let total = w * h, raw = UnsafeRawPointer(open.baseAddress!)
+                    var block = 0
+                    while block < total {
+                        let end = min(block + 8, total)
+                        if end - block == 8 && raw.loadUnaligned(fromByteOffset: block, as: UInt64.self) == 0 {
+                            block = end
+                            continue
+                        }
+                        // A walk may take pixels ahead of `start`: each is checked as it comes.
+                        for start in block..<end where open[start] != 0 {
+                            open[start] = 0
+                            walk(from: start, into: &forward)
+                            walk(from: start, into: &backward)
+                            let count = backward.count + 1 + forward.count
+                            guard count >= LineFinder.minimumSegment else { continue }
+                            let first = points.count
+                            for i in backward.reversed() { points.append(Point(x: Double(i % w), y: Double(i / w))) }
+                            points.append(Point(x: Double(start % w), y: Double(start / w)))
+                            for i in forward { points.append(Point(x: Double(i % w), y: Double(i / w))) }
+                            runs.append(first..<points.count)
+                        }
+                        block = end
                     }
                 }
             }
         }
-        return chains
+        return (points, runs)
     }
 }
