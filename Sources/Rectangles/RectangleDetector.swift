@@ -36,8 +36,9 @@ public struct RectangleObservation: Sendable, Equatable {
 /// thin edges with hysteresis, edge chains split into straight segments, collinear segments merged
 /// into lines (so a side broken by an occluder or a shadow stays one line), quadrilaterals from
 /// four lines meeting at corners, each scored by the fraction of its outline that has a matching
-/// edge, then every side re-fitted at full resolution to sub-pixel edge positions and the corners
-/// taken as the refined sides' intersections.
+/// edge and ranked by that, its contrast, its size and how little edges run on past its corners
+/// (weights fitted on a rendered set), then every side re-fitted at full resolution to sub-pixel
+/// edge positions and the corners taken as the refined sides' intersections.
 ///
 /// ```swift
 /// let detector = RectangleDetector(options: .init(maximumObservations: 0))
@@ -59,7 +60,8 @@ public struct RectangleDetector: Sendable {
         /// shorter side. Default 0.2.
         public var minimumSize: Double
         /// Least confidence (fraction of the outline supported by edges). Default 0.0: every
-        /// rectangle that passes the detector's own edge-support check.
+        /// rectangle that passes the detector's own checks (edge support, and a least rank that
+        /// small, weakly supported outlines through texture do not reach).
         public var minimumConfidence: Double
         /// Most rectangles returned, strongest first; 0 returns all. Default 1.
         public var maximumObservations: Int
