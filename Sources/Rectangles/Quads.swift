@@ -367,16 +367,17 @@ struct Refiner {
     let luma: Luma
     let factor: Int
 
-    /// The corners refined twice: the second pass, from the first's corners, no longer depends
-    /// on where the working scale put them.
+    /// The corners refined twice: the second pass, from the first's corners and looking only 2
+    /// pixels across each side, no longer depends on where the working scale put them.
     func refine(_ corners: [Point]) -> [Point] {
-        refineOnce(refineOnce(corners))
+        refineOnce(refineOnce(corners, reach: factor + 2), reach: 2)
     }
 
-    func refineOnce(_ corners: [Point]) -> [Point] {
+    /// Each side moved onto the strongest edge within `reach` pixels across it.
+    func refineOnce(_ corners: [Point], reach: Int) -> [Point] {
         var sides: [Line] = []
         for index in 0..<4 {
-            guard let side = refineSide(from: corners[index], to: corners[(index + 1) % 4]) else { return corners }
+            guard let side = refineSide(from: corners[index], to: corners[(index + 1) % 4], reach: reach) else { return corners }
             sides.append(side)
         }
         var refined: [Point] = []
@@ -390,11 +391,10 @@ struct Refiner {
 
     /// Edge positions across the side, fitted with a line after dropping outliers (occluders,
     /// shadows crossing the side); nil when too few samples find an edge.
-    func refineSide(from a: Point, to b: Point) -> Line? {
+    func refineSide(from a: Point, to b: Point, reach: Int) -> Line? {
         let length = a.distance(to: b)
         guard length >= 4 else { return nil }
         let direction = (b - a) * (1 / length), normal = Point(x: -direction.y, y: direction.x)
-        let reach = factor + 2
         let count = min(48, max(8, Int(length / 4)))
         var positions: [(t: Double, offset: Double, polarity: Double)] = []
         var profile: [Float] = []
