@@ -51,7 +51,7 @@ struct Line {
         let u = a - c, v = 2 * b, r = (u * u + v * v).squareRoot()
         guard r > 0 else { direction = Point(x: 1, y: 0); return }
         let cosine = u / r
-        direction = Point(x: ((1 + cosine) / 2).squareRoot(), y: (v < 0 ? -1 : 1) * max(0, (1 - cosine) / 2).squareRoot())
+        direction = Point(x: max(0, (1 + cosine) / 2).squareRoot(), y: (v < 0 ? -1 : 1) * max(0, (1 - cosine) / 2).squareRoot())
     }
 
     func position(of p: Point) -> Double { (p.x - center.x) * direction.x + (p.y - center.y) * direction.y }

@@ -127,6 +127,8 @@ struct QuadFinder {
                               let s1 = side(ids.1, ids.2, along: c, bc.point, cd.point),
                               let s2 = side(ids.2, ids.3, along: d, cd.point, ad.point),
                               let s3 = side(ids.3, ids.0, along: a, ad.point, ab.point) else { continue }
+                        // The run-on penalty only lowers the rank: measured only where it may decide.
+                        guard var quad = shape.scored(s0, s1, s2, s3), quad.rank >= Self.leastRank else { continue }
                         // How far edges run on past each corner along its two lines: where both end,
                         // an outline's corner; where one runs on, a line inside a larger object (T);
                         // where both do, two crossing lines (X).
@@ -140,7 +142,9 @@ struct QuadFinder {
                         meeting(runOn(b, bc.t, tb), runOn(c, tc, cd.t))
                         meeting(runOn(c, cd.t, tc), runOn(d, td, tad))
                         meeting(runOn(d, tad, td), runOn(a, ad.t, ab.t))
-                        if let quad = shape.scored(s0, s1, s2, s3, runsOn: runsOn), quad.rank >= Self.leastRank { quads.append(quad) }
+                        let w = Self.rankWeights
+                        quad.rank = quad.rank - w.runningOn * runsOn.longer - w.crossing * runsOn.shorter
+                        if quad.rank >= Self.leastRank { quads.append(quad) }
                     }
                 }
             }
@@ -233,9 +237,9 @@ struct QuadFinder {
         let corners: (Point, Point, Point, Point)
         let pictureArea: Double
 
-        /// The candidate, given each side's edge support (side k from corner k to the next); nil
-        /// when the whole outline's support is below `outlineSupport`.
-        func scored(_ s0: Support, _ s1: Support, _ s2: Support, _ s3: Support, runsOn: (longer: Double, shorter: Double)) -> Quad? {
+        /// The candidate, given each side's edge support (side k from corner k to the next), ranked
+        /// before the run-on penalty; nil when the whole outline's support is below `outlineSupport`.
+        func scored(_ s0: Support, _ s1: Support, _ s2: Support, _ s3: Support) -> Quad? {
             let total = s0.samples + s1.samples + s2.samples + s3.samples
             let confidence = (s0.found + s1.found + s2.found + s3.found) / total
             guard confidence >= QuadFinder.outlineSupport else { return nil }
@@ -246,7 +250,6 @@ struct QuadFinder {
             // to the next, sees every quadrilateral the same way however its lines were met.
             let w = QuadFinder.rankWeights
             let rank = confidence + w.contrast * contrasted / total + w.size * (abs(signedArea) / pictureArea).squareRoot()
-                - w.runningOn * runsOn.longer - w.crossing * runsOn.shorter
             return Quad(corners: signedArea >= 0 ? [f0, f1, f2, f3] : [f0, f3, f2, f1], confidence: confidence, rank: rank)
         }
     }
