@@ -186,11 +186,24 @@ enum LineFinder {
     static let parallel = cos(6 * Double.pi / 180)
     static let directionBins = 30
 
-    /// Which 6-degree bin of directions (modulo 180 degrees) a line's lies in.
+    /// Which 6-degree bin of directions (modulo 180 degrees) a line's lies in: how many of the bins'
+    /// lower edges its direction, turned into 0..<180 degrees, is at or past (a binary search on
+    /// cross products; no trigonometry).
     static func directionBin(_ line: Line) -> Int {
-        var angle = atan2(line.direction.y, line.direction.x) * 180 / .pi
-        if angle < 0 { angle += 180 }
-        return min(directionBins - 1, max(0, Int(angle / 6))) % directionBins
+        var x = line.direction.x, y = line.direction.y
+        if y < 0 || (y == 0 && x < 0) { x = -x; y = -y }
+        var low = 0, high = directionBins
+        while high - low > 1 {
+            let middle = (low + high) / 2, edge = binEdges[middle]
+            if edge.x * y - edge.y * x >= 0 { low = middle } else { high = middle }
+        }
+        return low
+    }
+
+    /// Unit vectors at the bins' lower edges: 0, 6, ..., 174 degrees.
+    static let binEdges: [Point] = (0..<directionBins).map { bin in
+        let angle = Double(bin) * 6 * .pi / 180
+        return Point(x: cos(angle), y: sin(angle))
     }
 
     static let minimumSegment = 6
