@@ -194,23 +194,40 @@ struct EdgeMap {
         width = plane.width
         height = plane.height
         let w = plane.width, h = plane.height
-        var gx = [Float](repeating: 0, count: w * h)
-        var gy = [Float](repeating: 0, count: w * h)
-        var magnitude = [Float](repeating: 0, count: w * h)
+        var gx: [Float], gy: [Float], magnitude: [Float]
         if w >= 3 && h >= 3 {
+            // Every pixel is written: the border here, the inside by the first plane's gradients.
+            gx = Plane(width: w, height: h).pixels
+            gy = Plane(width: w, height: h).pixels
+            magnitude = Plane(width: w, height: h).pixels
+            Self.zeroBorder(&gx, width: w, height: h)
+            Self.zeroBorder(&gy, width: w, height: h)
+            Self.zeroBorder(&magnitude, width: w, height: h)
             Self.smoothedGradients(planes, gx: &gx, gy: &gy, magnitude: &magnitude)
+        } else {
+            gx = [Float](repeating: 0, count: w * h)
+            gy = gx
+            magnitude = gx
         }
         isEdge = Self.thinEdges(squaredMagnitude: magnitude, gx: gx, gy: gy, width: w, height: h)
         self.gx = gx
         self.gy = gy
     }
 
+    /// The first and last rows and columns of a `width` x `height` plane set to 0.
+    static func zeroBorder(_ values: inout [Float], width w: Int, height h: Int) {
+        for x in 0..<w { values[x] = 0; values[(h - 1) * w + x] = 0 }
+        for y in 0..<h { values[y * w] = 0; values[y * w + w - 1] = 0 }
+    }
+
     /// Sobel gradients of one row (from its neighbours `up` and `down`), kept where this channel's
-    /// squared magnitude beats the one stored. Eight pixels at a time in SIMD vectors (the compiler
-    /// does not vectorize the conditional stores itself), the row's last few one by one.
+    /// squared magnitude beats the one stored, or all of them for the `first` channel (over
+    /// whatever was stored). Eight pixels at a time in SIMD vectors (the compiler does not
+    /// vectorize the conditional stores itself), the row's last few one by one.
     @inline(__always)
     static func sobelRow(up: UnsafePointer<Float>, row: UnsafePointer<Float>, down: UnsafePointer<Float>,
-                         gx: UnsafeMutablePointer<Float>, gy: UnsafeMutablePointer<Float>, magnitude: UnsafeMutablePointer<Float>, width w: Int) {
+                         gx: UnsafeMutablePointer<Float>, gy: UnsafeMutablePointer<Float>, magnitude: UnsafeMutablePointer<Float>,
+                         width w: Int, first: Bool) {
         typealias Vector = SIMD8<Float>
         func load(_ pointer: UnsafePointer<Float>) -> Vector { UnsafeRawPointer(pointer).loadUnaligned(as: Vector.self) }
         func store(_ vector: Vector, _ pointer: UnsafeMutablePointer<Float>) { UnsafeMutableRawPointer(pointer).storeBytes(of: vector, as: Vector.self) }
@@ -222,6 +239,13 @@ struct EdgeMap {
             let dx = ((ur + 2 * rr + dr) - (ul + 2 * rl + dl)) * 0.125
             let dy = ((dl + 2 * dc + dr) - (ul + 2 * uc + ur)) * 0.125
             let squared = dx * dx + dy * dy
+            if first {
+                store(dx, gx + x)
+                store(dy, gy + x)
+                store(squared, magnitude + x)
+                x += Vector.scalarCount
+                continue
+            }
             let stronger = squared .> load(magnitude + x)
             store(load(gx + x).replacing(with: dx, where: stronger), gx + x)
             store(load(gy + x).replacing(with: dy, where: stronger), gy + x)
@@ -234,7 +258,7 @@ struct EdgeMap {
             let dy = ((down[l] + 2 * down[x] + down[r]) - (up[l] + 2 * up[x] + up[r])) * 0.125
             // Squared magnitudes compared; the root taken once at the end.
             let squared = dx * dx + dy * dy
-            if squared > magnitude[x] {
+            if first || squared > magnitude[x] {
                 gx[x] = dx
                 gy[x] = dy
                 magnitude[x] = squared
@@ -244,7 +268,7 @@ struct EdgeMap {
     }
 
     /// Each plane smoothed by [1 2 1] / 4 in both directions (edges clamped), then its Sobel
-    /// gradients kept where they beat the planes before (``sobelRow(up:row:down:gx:gy:magnitude:width:)``).
+    /// gradients kept where they beat the planes before (``sobelRow(up:row:down:gx:gy:magnitude:width:first:)``).
     /// Row by row through rings of three rows per plane: the smoothed planes are never stored whole.
     static func smoothedGradients(_ planes: [Plane], gx: inout [Float], gy: inout [Float], magnitude: inout [Float]) {
         let w = planes[0].width, h = planes[0].height, count = planes.count
@@ -277,7 +301,8 @@ struct EdgeMap {
                         let y = r - 1, offset = y * w
                         for index in 0..<count {
                             Self.sobelRow(up: smooth(index, y - 1), row: smooth(index, y), down: smooth(index, y + 1),
-                                          gx: gxs.baseAddress! + offset, gy: gys.baseAddress! + offset, magnitude: m.baseAddress! + offset, width: w)
+                                          gx: gxs.baseAddress! + offset, gy: gys.baseAddress! + offset, magnitude: m.baseAddress! + offset,
+                                          width: w, first: index == 0)
                         }
                     }
                 }
