@@ -245,6 +245,9 @@ enum LineFinder {
         // Neighbours in circular order, so that the turn from one heading to another is the index
         // distance between them (0 straight ... 4 back).
         let offsets = [1, w + 1, w, w - 1, -1, -w - 1, -w, -w + 1]
+        // The same steps as moves in x and y: chain points are tracked without dividing by the width.
+        let steps = [Point(x: 1, y: 0), Point(x: 1, y: 1), Point(x: 0, y: 1), Point(x: -1, y: 1),
+                     Point(x: -1, y: 0), Point(x: -1, y: -1), Point(x: 0, y: -1), Point(x: 1, y: -1)]
         // For each heading, the neighbours a walk may take (turning at most 90 degrees) in order of
         // preference: least turn first, ties to the lower index; heading 8 is a walk's first step,
         // which prefers the four straight neighbours.
@@ -256,12 +259,12 @@ enum LineFinder {
         open.withUnsafeMutableBufferPointer { open in
             offsets.withUnsafeBufferPointer { offsets in
                 preferred.withUnsafeBufferPointer { preferred in
-                    var forward: [Int] = [], backward: [Int] = []
-                    /// Follows the edge from `start`, always to the unvisited neighbour that turns least
-                    /// (at most 90 degrees), and records the pixels in `path`.
-                    func walk(from start: Int, into path: inout [Int]) {
+                    var forward: [Point] = [], backward: [Point] = []
+                    /// Follows the edge from `start` (at `origin`), always to the unvisited neighbour that
+                    /// turns least (at most 90 degrees), and records the pixels' positions in `path`.
+                    func walk(from start: Int, at origin: Point, into path: inout [Point]) {
                         path.removeAll(keepingCapacity: true)
-                        var current = start, heading = 8
+                        var current = start, heading = 8, position = origin
                         while true {
                             var best = -1
                             let first = heading &* 8, count = heading == 8 ? 8 : 5
@@ -275,7 +278,8 @@ enum LineFinder {
                             current = current &+ offsets[best]
                             open[current] = 0
                             heading = best
-                            path.append(current)
+                            position = position + steps[best]
+                            path.append(position)
                         }
                     }
                     // Edge pixels are sparse: eight bytes without one are skipped at once.
@@ -290,14 +294,15 @@ enum LineFinder {
                         // A walk may take pixels ahead of `start`: each is checked as it comes.
                         for start in block..<end where open[start] != 0 {
                             open[start] = 0
-                            walk(from: start, into: &forward)
-                            walk(from: start, into: &backward)
+                            let origin = Point(x: Double(start % w), y: Double(start / w))
+                            walk(from: start, at: origin, into: &forward)
+                            walk(from: start, at: origin, into: &backward)
                             let count = backward.count + 1 + forward.count
                             guard count >= LineFinder.minimumSegment else { continue }
                             let first = points.count
-                            for i in backward.reversed() { points.append(Point(x: Double(i % w), y: Double(i / w))) }
-                            points.append(Point(x: Double(start % w), y: Double(start / w)))
-                            for i in forward { points.append(Point(x: Double(i % w), y: Double(i / w))) }
+                            points.append(contentsOf: backward.reversed())
+                            points.append(origin)
+                            points.append(contentsOf: forward)
                             runs.append(first..<points.count)
                         }
                         block = end
