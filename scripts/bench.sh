@@ -26,7 +26,7 @@ elif [ "${1:-}" = "--rectangles" ]; then
   shift
   [ -f fixtures-generated/rectangles/truth.json ] || "$venv/bin/python" scripts/make_rectangle_set.py
   # Both on one thread: Spotter's detector is single-threaded, OpenCV is told so.
-  "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles --peer "$@" 2>&1 | grep -v "libpng warning" || true
+  "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles --peer --rounds 5 "$@" 2>&1 | grep -v "libpng warning" || true
 elif [ "${1:-}" = "--faces" ]; then
   shift
   "$venv/bin/python" scripts/bench_faces.py .build/release/spotter "$@"

@@ -382,6 +382,11 @@ struct Refiner {
     let luma: Luma
     let factor: Int
 
+    /// Most places along a side where the edge across it is found: 48 gave the same recall on the
+    /// rendered sets (seeds 12, 99, 7: 0.954, 0.942, 0.916 against 0.954, 0.942, 0.914 now) and
+    /// corner error (0.24, 0.24, 0.22% against 0.25, 0.23, 0.22%), a third more refinement time.
+    static let sidePlaces = 32
+
     /// The corners refined twice: the second pass, from the first's corners and looking only 2
     /// pixels across each side, no longer depends on where the working scale put them.
     func refine(_ corners: [Point]) -> [Point] {
@@ -404,13 +409,13 @@ struct Refiner {
         return refined
     }
 
-    /// Edge positions across the side, fitted with a line after dropping outliers (occluders,
-    /// shadows crossing the side); nil when too few samples find an edge.
+    /// Edge positions across the side (at most ``sidePlaces`` of them), fitted with a line after
+    /// dropping outliers (occluders, shadows crossing the side); nil when too few samples find an edge.
     func refineSide(from a: Point, to b: Point, reach: Int) -> Line? {
         let length = a.distance(to: b)
         guard length >= 4 else { return nil }
         let direction = (b - a) * (1 / length), normal = Point(x: -direction.y, y: direction.x)
-        let count = min(48, max(8, Int(length / 4)))
+        let count = min(Self.sidePlaces, max(8, Int(length / 4)))
         var positions: [(t: Double, offset: Double, polarity: Double)] = []
         var profile: [Float] = []
         profile.reserveCapacity(2 * reach + 3)
