@@ -101,9 +101,15 @@ enum LineFinder {
             var found: Int?
             for offset in 0..<3 {
                 let near = (bin + directionBins - 1 + offset) % directionBins
-                for candidate in index.lines(inBin: near, near: first) where candidate < found ?? .max && joins(merged[candidate]) {
-                    found = candidate
-                    break
+                var node = index.first(inBin: near, near: first)
+                while node >= 0 {
+                    let candidate = index.line(at: node)
+                    if candidate >= found ?? .max { break }
+                    if joins(merged[candidate]) {
+                        found = candidate
+                        break
+                    }
+                    node = index.next(after: node)
                 }
             }
             if let found {
@@ -118,14 +124,19 @@ enum LineFinder {
     }
 
     /// Merged lines filed by direction bin and, within it, by offset across the bin's middle
-    /// direction, so that a segment is compared only with lines it could join.
+    /// direction, so that a segment is compared only with lines it could join. Each cell's lines
+    /// are a list in ascending order, linked through flat arrays (no array per cell to grow).
     struct MergeIndex {
         static let cellSize = 16.0
         let centre: Point
         let halfDiagonal: Double
         let cellsPerBin: Int
-        /// Each cell's line indices, ascending.
-        var cells: [[Int]]
+        /// Each cell's first and last node, or -1.
+        var heads: [Int32]
+        var tails: [Int32]
+        /// Each node's line and the next node of its cell (-1 at the end); unlinked nodes stay unused.
+        var lines: [Int32] = []
+        var nexts: [Int32] = []
         /// Where each line is filed: its bin and first and last cell.
         var filed: [(bin: Int, low: Int, high: Int)] = []
         /// Unit normals of the bins' middle directions.
@@ -138,16 +149,21 @@ enum LineFinder {
             centre = Point(x: Double(width) / 2, y: Double(height) / 2)
             halfDiagonal = (centre.x * centre.x + centre.y * centre.y).squareRoot() + 3
             cellsPerBin = Int(2 * halfDiagonal / Self.cellSize) + 2
-            cells = [[Int]](repeating: [], count: LineFinder.directionBins * cellsPerBin)
+            heads = [Int32](repeating: -1, count: LineFinder.directionBins * cellsPerBin)
+            tails = heads
         }
 
         func cell(_ offset: Double) -> Int { min(cellsPerBin - 1, max(0, Int((offset + halfDiagonal) / Self.cellSize))) }
 
-        /// Lines filed in `bin` whose cells cover `point` (a point of the picture).
-        func lines(inBin bin: Int, near point: Point) -> [Int] {
+        /// The first node of the lines filed in `bin` whose cells cover `point` (a point of the
+        /// picture), or -1; ``next(after:)`` walks the rest in ascending order of line.
+        func first(inBin bin: Int, near point: Point) -> Int {
             let n = Self.normals[bin]
-            return cells[bin * cellsPerBin + cell((point.x - centre.x) * n.x + (point.y - centre.y) * n.y)]
+            return Int(heads[bin * cellsPerBin + cell((point.x - centre.x) * n.x + (point.y - centre.y) * n.y)])
         }
+
+        func next(after node: Int) -> Int { Int(nexts[node]) }
+        func line(at node: Int) -> Int { Int(lines[node]) }
 
         /// Files line `index` (new, or moved by absorbing a segment): in its direction bin, in every
         /// cell holding a point of the picture within 2.5 pixels of it. Along the line the offset
@@ -159,18 +175,51 @@ enum LineFinder {
             let reach = halfDiagonal + (dx * dx + dy * dy).squareRoot()
             let spread = reach * abs(line.direction.x * n.x + line.direction.y * n.y) + 3
             let place = (bin: bin, low: cell(offset - spread), high: cell(offset + spread))
+            var old = (bin: -1, low: 0, high: -1)
             if index < filed.count {
-                let old = filed[index]
+                old = filed[index]
                 if old == place { return }
-                for c in old.low...old.high { cells[old.bin * cellsPerBin + c].removeAll { $0 == index } }
                 filed[index] = place
             } else {
                 filed.append(place)
             }
-            for c in place.low...place.high {
-                let k = bin * cellsPerBin + c
-                cells[k].insert(index, at: cells[k].lastIndex { $0 < index }.map { $0 + 1 } ?? 0)
+            // Out of the cells it leaves, into those it enters; where it stays, it stays in order.
+            let stays = old.bin == bin
+            for c in old.low...max(old.low, old.high) where old.high >= old.low && !(stays && c >= place.low && c <= place.high) {
+                remove(index, from: old.bin * cellsPerBin + c)
             }
+            for c in place.low...place.high where !(stays && c >= old.low && c <= old.high) {
+                insert(index, into: bin * cellsPerBin + c)
+            }
+        }
+
+        private mutating func insert(_ index: Int, into cell: Int) {
+            let node = Int32(lines.count), value = Int32(index)
+            lines.append(value)
+            nexts.append(-1)
+            let tail = tails[cell]
+            if tail < 0 {
+                heads[cell] = node
+                tails[cell] = node
+            } else if lines[Int(tail)] < value {
+                nexts[Int(tail)] = node
+                tails[cell] = node
+            } else {
+                // Before the first node with a greater line (the tail's is, so there is one).
+                var previous: Int32 = -1, current = heads[cell]
+                while lines[Int(current)] < value { previous = current; current = nexts[Int(current)] }
+                nexts[Int(node)] = current
+                if previous < 0 { heads[cell] = node } else { nexts[Int(previous)] = node }
+            }
+        }
+
+        private mutating func remove(_ index: Int, from cell: Int) {
+            var previous: Int32 = -1, current = heads[cell]
+            while current >= 0 && lines[Int(current)] != Int32(index) { previous = current; current = nexts[Int(current)] }
+            guard current >= 0 else { return }
+            let after = nexts[Int(current)]
+            if previous < 0 { heads[cell] = after } else { nexts[Int(previous)] = after }
+            if tails[cell] == current { tails[cell] = previous }
         }
     }
 
