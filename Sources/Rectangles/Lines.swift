@@ -185,8 +185,10 @@ enum LineFinder {
             }
             // Out of the cells it leaves, into those it enters; where it stays, it stays in order.
             let stays = old.bin == bin
-            for c in old.low...max(old.low, old.high) where old.high >= old.low && !(stays && c >= place.low && c <= place.high) {
-                remove(index, from: old.bin * cellsPerBin + c)
+            if old.bin >= 0 {
+                for c in old.low...old.high where !(stays && c >= place.low && c <= place.high) {
+                    remove(index, from: old.bin * cellsPerBin + c)
+                }
             }
             for c in place.low...place.high where !(stays && c >= old.low && c <= old.high) {
                 insert(index, into: bin * cellsPerBin + c)
