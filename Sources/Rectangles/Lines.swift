@@ -294,11 +294,11 @@ enum LineFinder {
         // rows and columns 1...size-2), so every neighbour of one is inside the picture.
         var open = edges.isEdge
         // Neighbours in circular order, so that the turn from one heading to another is the index
-        // distance between them (0 straight ... 4 back).
-        let offsets = [1, w + 1, w, w - 1, -1, -w - 1, -w, -w + 1]
-        // The same steps as moves in x and y: chain points are tracked without dividing by the width.
+        // distance between them (0 straight ... 4 back): as moves in x and y (chain points are
+        // tracked without dividing by the width) and as offsets in the pixel array.
         let steps = [Point(x: 1, y: 0), Point(x: 1, y: 1), Point(x: 0, y: 1), Point(x: -1, y: 1),
                      Point(x: -1, y: 0), Point(x: -1, y: -1), Point(x: 0, y: -1), Point(x: 1, y: -1)]
+        let offsets = steps.map { Int($0.y) * w + Int($0.x) }
         // For each heading, the neighbours a walk may take (turning at most 90 degrees) in order of
         // preference: least turn first, ties to the lower index; heading 8 is a walk's first step,
         // which prefers the four straight neighbours.
