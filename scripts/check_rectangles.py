@@ -7,7 +7,7 @@ A true rectangle counts as found when the first rectangle reported for its pictu
 within 5% of the diagonal of the true one (in the reported order; the peer's corners in the best
 cyclic order). Says whether Spotter meets the bar of issue 12 (recall 0.95, mean corner error 1.5%,
 0.1 false rectangles per empty picture) and exits non-zero when it falls below the floor given by
---floor (default: that bar), which the test run sets to today's level as a regression guard.
+--floor (default: that bar; the test run sets it to the bar too, with a tighter corner error).
 
 With --rounds N, Spotter and the peer run N times each, alternately, and each picture's time is
 the least of its N (a busy moment slows one round, not the figure); the ratio of the two 1280x720

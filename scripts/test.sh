@@ -44,7 +44,7 @@ cat .build/check-cli.log
 cli=$(tail -1 .build/check-cli.log)
 cli_passed=${cli%% passed*}
 
-# Rectangle detection on the rendered set (make_rectangle_set.py), against today's level as a floor.
+# Rectangle detection on the rendered set (make_rectangle_set.py), against issue 12's bar as a floor.
 "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles --floor 0.95,0.01,0.1 \
   2>&1 | grep -v "libpng warning" | tee .build/check-rectangles.log
 grep -q "^passed" .build/check-rectangles.log || { echo "rectangle detection fell below its floor"; exit 1; }
