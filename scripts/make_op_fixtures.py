@@ -807,10 +807,43 @@ def write_invalid_models():
                                         T([2, 3], TT.FLOAT32)], [0], [2],
                                        [(Op.ADD, None, [0, 1], [2], Opt.AddOptions, options("AddOptions"), None)]),
     }
+    # Shapes of hostile files that crashed or hung the reader before (scripts/check_model_mutants.py
+    # found them in mutants of the shared models); each must now be one clean error, or run.
+    u8 = lambda scale=0.05, zp=128: dict(scale=scale, zp=zp)
+    conv_options = options("Conv2DOptions", Padding=Padding.VALID, StrideW=1, StrideH=1)
+    models.update({
+        # A zero point of -2^31 - 1: Int32(zeroPoint) trapped.
+        "zero_point_outside_int32.tflite": build([T([4], TT.UINT8, **u8(zp=-(2**31) - 1)), T([4], TT.UINT8, **u8())], [0], [1], relu(None)),
+        # A CONV_2D whose filter is absent (-1): the kernel read tensor -1.
+        "required_input_absent.tflite": build(
+            [T([1, 4, 4, 1], TT.FLOAT32), T([1, 2, 2, 1], TT.FLOAT32, data=np.ones([1, 2, 2, 1], np.float32)), T([1, 3, 3, 1], TT.FLOAT32)],
+            [0], [2], [(Op.CONV_2D, None, [0, -1], [2], Opt.Conv2DOptions, conv_options, None)]),
+        # A RESHAPE reading its own output: the memory planner followed the alias forever.
+        "reshape_reads_own_output.tflite": build(
+            [T([1, 4], TT.FLOAT32), T([4], TT.FLOAT32), T([4], TT.FLOAT32)], [0], [2],
+            [(Op.RELU, None, [0], [1], 0, None, None),
+             (Op.RESHAPE, None, [2], [2], Opt.ReshapeOptions, options("ReshapeOptions", NewShape=[4]), None)]),
+        # A SPLIT with its axis missing: the kernel read input 1 of a one-input operator.
+        "split_without_axis.tflite": build(
+            [T([4, 2], TT.FLOAT32), T([2, 2], TT.FLOAT32), T([2, 2], TT.FLOAT32)], [0], [1, 2],
+            [(Op.SPLIT, None, [0], [1, 2], Opt.SplitOptions, options("SplitOptions", NumSplits=2), None)]),
+        # Two operators each reading the other's output.
+        "operators_in_a_cycle.tflite": build(
+            [T([4], TT.FLOAT32), T([4], TT.FLOAT32), T([4], TT.FLOAT32)], [0], [2],
+            [(Op.RELU, None, [2], [1], 0, None, None), (Op.RELU, None, [1], [2], 0, None, None)]),
+        # Scales that overflow requantization (1e-45 against 3e38): tables were filled with Int32(inf).
+        # These are valid files and must load and run.
+        "concatenation_extreme_scales.tflite": build(
+            [T([1, 2], TT.UINT8, **u8(scale=3e38)), T([1, 2], TT.UINT8, **u8(scale=1e-45)), T([1, 4], TT.UINT8, **u8(scale=1e-45))],
+            [0, 1], [2], [(Op.CONCATENATION, None, [0, 1], [2], Opt.ConcatenationOptions, options("ConcatenationOptions", Axis=1), None)]),
+        "logistic_extreme_scales.tflite": build([T([4], TT.UINT8, **u8(scale=3e38)), T([4], TT.UINT8, **u8(scale=1e-45, zp=0))], [0], [1],
+                                                [(Op.LOGISTIC, None, [0], [1], 0, None, None)]),
+    })
     for name, data in models.items():
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    write_invalid_models() if sys.argv[1:] == ["--invalid-only"] else main()

@@ -92,6 +92,7 @@ public final class Interpreter {
         self.graph = graph
 
         if let sparse = graph.tensors.first(where: \.isSparse) { throw InterpreterError.sparseTensor(name: sparse.name) }
+        try GraphValidation.check(graph)
         let context = PrepareContext(model: model, graph: graph)
         var kernels: [Kernel] = []
         var pool: ThreadPool?
@@ -156,6 +157,7 @@ public final class Interpreter {
         let model = model.foldingFloat16Constants()
         let graph = model.subgraph
         if let sparse = graph.tensors.first(where: \.isSparse) { throw InterpreterError.sparseTensor(name: sparse.name) }
+        try GraphValidation.check(graph)
         let context = PrepareContext(model: model, graph: graph, isCheckingOnly: true)
         for op in graph.operators {
             context.op = op

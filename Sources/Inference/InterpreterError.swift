@@ -25,6 +25,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
     case backendFailed(backend: String, call: String, operatorIndex: Int, status: Int)
     /// A constant stored sparse; no kernel reads sparse constants yet.
     case sparseTensor(name: String)
+    /// The graph as a whole is inconsistent (an output nothing writes, aliases that form a cycle).
+    case invalidGraph(reason: String)
 
     public var description: String {
         switch self {
@@ -46,6 +48,8 @@ public enum InterpreterError: Error, Equatable, Sendable, CustomStringConvertibl
             return "no tensor named \"\(name)\""
         case .backendUnavailable(let name, let reason):
             return "backend \(name) is not available: \(reason)"
+        case .invalidGraph(let reason):
+            return "the model's graph is invalid: \(reason)"
         case .sparseTensor(let name):
             return "tensor \"\(name)\" is stored sparse (TFLite sparsity), which Spotter does not support yet"
         case .backendFailed(let backend, let call, let index, let status):

@@ -20,15 +20,22 @@ struct MemoryPlan {
         offsets = Array(repeating: nil, count: count)
         readable = graph.tensors.map(\.isConstant)
 
-        func root(_ tensor: Int) -> Int {
+        // Aliases point from an operator's output to an earlier tensor (GraphValidation checked the
+        // order), so a chain is never longer than the graph; a longer one is a cycle.
+        func root(_ tensor: Int) throws -> Int {
             var current = tensor
-            while let next = aliases[current] { current = next }
+            var steps = 0
+            while let next = aliases[current] {
+                steps += 1
+                guard steps <= count else { throw InterpreterError.invalidGraph(reason: "tensor \(tensor)'s storage aliases form a cycle") }
+                current = next
+            }
             return current
         }
         var first = Array(repeating: Int.max, count: count)
         var last = Array(repeating: Int.min, count: count)
-        func use(_ tensor: Int, at time: Int) {
-            let r = root(tensor)
+        func use(_ tensor: Int, at time: Int) throws {
+            let r = try root(tensor)
             first[r] = min(first[r], time)
             last[r] = max(last[r], time)
         }
@@ -38,13 +45,13 @@ struct MemoryPlan {
         case .all: keep.formUnion(0..<count)
         case .tensors(let set): keep.formUnion(set)
         }
-        for input in graph.inputs { use(input, at: -1) }
+        for input in graph.inputs { try use(input, at: -1) }
         for (time, op) in graph.operators.enumerated() {
-            for tensor in op.inputs where tensor >= 0 && !graph.tensors[tensor].isConstant { use(tensor, at: time) }
-            for tensor in op.outputs { use(tensor, at: time) }
+            for tensor in op.inputs where tensor >= 0 && !graph.tensors[tensor].isConstant { try use(tensor, at: time) }
+            for tensor in op.outputs { try use(tensor, at: time) }
         }
         for tensor in keep where !graph.tensors[tensor].isConstant {
-            use(tensor, at: end)
+            try use(tensor, at: end)
             readable[tensor] = true
         }
 
@@ -69,7 +76,7 @@ struct MemoryPlan {
             arenaSize = max(arenaSize, offset + bytes)
         }
         for tensor in 0..<count where aliases[tensor] != nil {
-            offsets[tensor] = offsets[root(tensor)]
+            offsets[tensor] = offsets[try root(tensor)]
         }
     }
 }

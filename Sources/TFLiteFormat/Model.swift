@@ -282,12 +282,12 @@ private struct ModelParser {
             index: index, name: name, type: type, shape: shape,
             shapeSignature: try table.int32s(7, "shape_signature").map { $0.map(Int.init) },
             buffer: buffer,
-            quantization: try parseQuantization(try table.table(4, "quantization"), tensor: name, shape: shape),
+            quantization: try parseQuantization(try table.table(4, "quantization"), tensor: name, type: type, shape: shape),
             isVariable: try table.bool(5, default: false, "is_variable"),
             dataRange: dataRange, isSparse: isSparse)
     }
 
-    func parseQuantization(_ table: FlatTable?, tensor: String, shape: [Int]) throws -> Quantization? {
+    func parseQuantization(_ table: FlatTable?, tensor: String, type: TensorType, shape: [Int]) throws -> Quantization? {
         guard let table, let scales = try table.floats(2, "scale"), !scales.isEmpty else { return nil }
         let zeroPoints = try table.int64s(3, "zero_point") ?? []
         let dimension = Int(try table.scalar(6, default: Int32(0), "quantized_dimension"))
@@ -304,7 +304,26 @@ private struct ModelParser {
         guard scales.allSatisfy({ $0.isFinite && $0 >= 0 }) else {
             throw ModelFormatError.invalidQuantization(tensor: tensor, reason: "scale is negative or not finite")
         }
+        // Kernels hold zero points as Int32 and subtract them from stored values: a zero point
+        // outside the element type's own range is no quantization any converter writes.
+        let allowed = Self.zeroPointRange(type)
+        if let bad = zeroPoints.first(where: { !allowed.contains($0) }) {
+            throw ModelFormatError.invalidQuantization(
+                tensor: tensor, reason: "zero point \(bad) is outside \(allowed.lowerBound)...\(allowed.upperBound), the range of \(type)")
+        }
         return Quantization(scales: scales, zeroPoints: zeroPoints, quantizedDimension: dimension)
+    }
+
+    /// The zero points a tensor of `type` may carry: its own value range for 8- and 16-bit
+    /// integers, Int32's for everything else (biases are int32 with zero point 0).
+    static func zeroPointRange(_ type: TensorType) -> ClosedRange<Int64> {
+        switch type {
+        case .int8: return -128...127
+        case .uint8: return 0...255
+        case .int16: return -32768...32767
+        case .uint16: return 0...65535
+        default: return Int64(Int32.min)...Int64(Int32.max)
+        }
     }
 
     func parseOperator(_ table: FlatTable, index: Int, codes: [OperatorCode], tensorCount: Int) throws -> OperatorInfo {
@@ -312,9 +331,10 @@ private struct ModelParser {
         guard codes.indices.contains(codeIndex) else {
             throw ModelFormatError.indexOutOfRange(what: "operator \(index) opcode", index: codeIndex, count: codes.count)
         }
+        // An absent input is -1 (an optional bias); outputs are never absent.
         func indices(_ field: Int, _ name: String) throws -> [Int] {
             try (table.int32s(field, name) ?? []).map { value in
-                guard value >= -1, Int(value) < tensorCount else {
+                guard value >= (name == "inputs" ? -1 : 0), Int(value) < tensorCount else {
                     throw ModelFormatError.indexOutOfRange(what: "operator \(index) \(name) tensor", index: Int(value), count: tensorCount)
                 }
                 return Int(value)

@@ -22,8 +22,7 @@ final class LookupTable: Kernel {
         var table = [UInt8](repeating: 0, count: 256)
         for value in minValue...maxValue {
             let real = i.scale * Float(value - i.zeroPoint)
-            let rescaled = (transform(real) * inverse).rounded(.toNearestOrAwayFromZero)
-            let quantized = Int32(rescaled + Float(o.zeroPoint))
+            let quantized = Int32(saturating: Int64(Int32(saturating: transform(real) * inverse)) + Int64(o.zeroPoint))
             table[Int(UInt8(truncatingIfNeeded: value))] = UInt8(truncatingIfNeeded: min(max(quantized, minValue), maxValue))
         }
         self.table = table
@@ -107,8 +106,8 @@ final class QuantizedRelu<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
         outputZeroPoint = o.zeroPoint
         multiplier = FixedPoint.Multiplier(Double(i.scale / o.scale))
         let limits = (min: Int32(T.min), max: Int32(T.max))
-        let low = max(limits.min, o.zeroPoint + Int32((0 / o.scale).rounded(.toNearestOrAwayFromZero)))
-        let high = upperBound.map { min(limits.max, o.zeroPoint + Int32(($0 / o.scale).rounded(.toNearestOrAwayFromZero))) } ?? limits.max
+        let low = max(limits.min, o.zeroPoint)
+        let high = upperBound.map { min(limits.max, Int32(saturating: Int64(o.zeroPoint) + Int64(Int32(saturating: $0 / o.scale)))) } ?? limits.max
         range = (low, high)
     }
 
@@ -221,7 +220,8 @@ final class Softmax: RowKernel {
                     for j in 0..<depth {
                         // Rounded half away from zero (the probability is not negative), without libm.
                         let probability = exps[j] * inverse
-                        var rounded = Int32(probability)
+                        // At most 2^30: an output scale a hostile file made tiny cannot overflow.
+                        var rounded = Int32(probability < 1_073_741_824 ? probability : 1_073_741_824)
                         if probability - Float(rounded) >= 0.5 { rounded &+= 1 }
                         y[j] = T(truncatingIfNeeded: min(max(rounded &+ outputZeroPoint, limits.min), limits.max))
                     }

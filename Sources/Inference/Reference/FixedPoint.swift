@@ -10,9 +10,15 @@ enum FixedPoint {
 
         /// `QuantizeMultiplier`: `frexp`, round half away from zero, renormalise 2^31, flush tiny values.
         init(_ real: Double) {
-            guard real != 0 else {
+            guard real != 0, !real.isNaN else {
                 significand = 0
                 shift = 0
+                return
+            }
+            // A ratio of hostile scales can overflow to infinity: the largest multiplier instead.
+            guard real.isFinite else {
+                significand = real > 0 ? Int32.max : -Int32.max
+                shift = 30
                 return
             }
             let (fraction, exponent) = frexp(real)
@@ -65,7 +71,7 @@ enum FixedPoint {
     /// TFLite `CalculateActivationRangeQuantized`: the fused activation's clamp in quantized units.
     static func activationRange(_ activation: FusedActivation, scale: Float, zeroPoint: Int32, type: TensorType) -> (min: Int32, max: Int32) {
         let (qmin, qmax) = type.integerRange
-        func quantize(_ value: Float) -> Int32 { zeroPoint + Int32((value / scale).rounded(.toNearestOrAwayFromZero)) }
+        func quantize(_ value: Float) -> Int32 { Int32(saturating: Int64(Int32(saturating: value / scale)) + Int64(zeroPoint)) }
         switch activation {
         case .relu: return (max(qmin, quantize(0)), qmax)
         case .relu6: return (max(qmin, quantize(0)), min(qmax, quantize(6)))
@@ -94,5 +100,27 @@ extension TensorType {
         case .int16: return (-32768, 32767)
         default: return (Int32.min, Int32.max)
         }
+    }
+}
+
+extension Int32 {
+    /// `value` rounded half away from zero and clamped to Int32's range, NaN as 0: quantized
+    /// values computed from a file's scales, which a hostile file can make huge or infinite.
+    init(saturating value: Float) {
+        let rounded = value.rounded(.toNearestOrAwayFromZero)
+        if rounded.isNaN {
+            self = 0
+        } else if rounded >= 2_147_483_648 {
+            self = .max
+        } else if rounded < -2_147_483_648 {
+            self = .min
+        } else {
+            self = Int32(rounded)
+        }
+    }
+
+    /// `value` clamped to Int32's range.
+    init(saturating value: Int64) {
+        self = Int32(clamping: value)
     }
 }

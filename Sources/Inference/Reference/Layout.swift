@@ -136,7 +136,7 @@ final class Concatenation: RowKernel {
             let bias = -Float(q.zeroPoint) * scale
             let table = (0..<256).map { byte -> UInt8 in
                 let value = type == .uint8 ? Float(byte) : Float(Int8(truncatingIfNeeded: byte))
-                let requantized = Int32((value * scale + bias).rounded(.toNearestOrAwayFromZero)) + o.zeroPoint
+                let requantized = Int32(saturating: Int64(Int32(saturating: value * scale + bias)) + Int64(o.zeroPoint))
                 return UInt8(truncatingIfNeeded: min(max(requantized, low), high))
             }
             return Part(tensor: input, chunk: ctx.shape(input)[axis] * inner, table: table)

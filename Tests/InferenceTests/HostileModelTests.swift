@@ -1,0 +1,60 @@
+import Foundation
+import Inference
+import Testing
+import TestSupport
+import TFLiteFormat
+
+/// Model files shaped like the mutants that trapped or hung the reader (made by
+/// `scripts/make_op_fixtures.py`; `scripts/check_model_mutants.py` finds more in mutated real models).
+@Suite struct HostileModelTests {
+    static func model(_ name: String) throws -> Model {
+        try Model(contentsOf: Fixtures.committed.appendingPathComponent("invalid/\(name).tflite"))
+    }
+
+    @Test func zeroPointOutsideItsTypeIsAReadError() throws {
+        #expect(throws: ModelFormatError.invalidQuantization(tensor: "t0", reason: "zero point -2147483649 is outside 0...255, the range of uint8")) {
+            try Self.model("zero_point_outside_int32")
+        }
+    }
+
+    @Test(arguments: [
+        ("required_input_absent", InterpreterError.invalidOperator(name: "CONV_2D", index: 0, reason: "input 1 is absent (-1) but required")),
+        ("reshape_reads_own_output", .invalidOperator(name: "RESHAPE", index: 1, reason: "reads its own output \"t2\" (tensor 2)")),
+        ("split_without_axis", .invalidOperator(name: "SPLIT", index: 0, reason: "has 1 inputs, expects 2")),
+        ("operators_in_a_cycle", .invalidOperator(name: "RELU", index: 0,
+                                                   reason: "reads \"t2\" (tensor 2) before any operator writes it (operators must run in order)")),
+    ])
+    func brokenGraphIsNamedBeforeAnyKernelReadsIt(name: String, expected: InterpreterError) throws {
+        let model = try Self.model(name)
+        #expect(throws: expected) { try Interpreter.check(model) }
+        for backend in Interpreter.Options.Backend.allCases {
+            #expect(throws: expected) { try Interpreter(model: model, options: .init(threadCount: 1, backend: backend)) }
+        }
+        let report = ModelReport(model: model)
+        #expect(!report.runnable && report.problem == expected.description, "\(report.problem ?? "")")
+    }
+
+    /// Requantization tables whose values overflow Int32 saturate instead of trapping; the values
+    /// clamp to the type's range as TFLite's do. XNNPACK may refuse such scales itself (its sigmoid
+    /// does): that is a clean error too.
+    @Test(arguments: ["concatenation_extreme_scales", "logistic_extreme_scales"])
+    func extremeScalesLoadAndRunOrAreRefusedCleanly(name: String) throws {
+        let model = try Self.model(name)
+        for backend in Interpreter.Options.Backend.allCases {
+            let interpreter: Interpreter
+            do {
+                interpreter = try Interpreter(model: model, options: .init(threadCount: 1, backend: backend))
+            } catch InterpreterError.backendFailed(let library, _, _, _) where backend == .xnnpack && library == "xnnpack" {
+                continue
+            }
+            for input in 0..<interpreter.inputCount {
+                try interpreter.withInput(at: input) { bytes in
+                    for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i * 97 + 3) }
+                }
+            }
+            try interpreter.invoke()
+            let output = try interpreter.output(at: 0).values(as: UInt8.self)
+            #expect(output.count == 4)
+        }
+    }
+}
