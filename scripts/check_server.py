@@ -345,7 +345,10 @@ def start_server(spotter, album, environment=None):
     """`spotter serve` on a free loopback port, once /health answers."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(port), "--model", MODEL],
+    # Sources added through the API may open the shared videos and the videos this script makes
+    # beside the album (and, as always, the album's uploads).
+    server = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(port), "--model", MODEL,
+                               "--media-dir", os.path.join(SHARED, "videos"), "--media-dir", os.path.dirname(album)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
     for _ in range(100):
         try:

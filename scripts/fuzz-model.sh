@@ -33,7 +33,7 @@ for f in Tests/Fixtures/ops/*/model.tflite Tests/Fixtures/metadata/*.tflite Test
 done
 log="$out/last-run.log"
 set +e
-"$out/model" "$out/corpus" -max_total_time="$seconds" -max_len=5000000 -timeout=10 -malloc_limit_mb=1024 -rss_limit_mb=2048 \
+SWIFT_BACKTRACE=enable=no "$out/model" "$out/corpus" -max_total_time="$seconds" -max_len=5000000 -timeout=10 -malloc_limit_mb=1024 -rss_limit_mb=2048 \
   -artifact_prefix="$out/crashes/" -print_final_stats=1 >"$log" 2>&1
 status=$?
 set -e

@@ -7,7 +7,7 @@ scripts/setup.sh
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
 # Expected outputs from LiteRT and OpenCV, each regenerated when its script (or a peer it runs) changes.
-for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures make_rectangle_fixtures make_rectangle_set; do
+for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures make_rectangle_fixtures make_rectangle_set make_picture_bombs; do
   stamp=fixtures-generated/.stamp-$script
   sources="scripts/$script.py"
   [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py"
@@ -49,9 +49,20 @@ cli_passed=${cli%% passed*}
   2>&1 | grep -v "libpng warning" | tee .build/check-rectangles.log
 grep -q "^passed" .build/check-rectangles.log || { echo "rectangle detection fell below its floor"; exit 1; }
 
+# Hostile inputs (issue 31): sources naming private files, cross-site requests, picture bombs, tokens,
+# FIFOs, slow clients, disguised uploads; then mutants of the shared models (no crash, no hang) and a
+# bounded fuzzing run of the model reader and interpreter preparation under AddressSanitizer.
+"$venv/bin/python" scripts/check_security.py .build/release/spotter > .build/check-security.log 2>&1 || { cat .build/check-security.log; exit 1; }
+cat .build/check-security.log
+security=$(tail -1 .build/check-security.log)
+security_passed=${security%% passed*}
+"$venv/bin/python" scripts/check_model_mutants.py .build/release/spotter --count 450 | tee .build/check-mutants.log | tail -3
+grep -q "^passed" .build/check-mutants.log || { echo "a mutated model crashed or hung the reader"; exit 1; }
+scripts/fuzz-model.sh "${SPOTTER_FUZZ_SECONDS:-60}"
+
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
 cat .build/check-server.log
 server=$(tail -1 .build/check-server.log)
 server_passed=${server%% passed*}
-echo "total: $((swift_tests + asan_tests + cli_passed + 1 + server_passed)) passed, 0 failed"
+echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + server_passed)) passed, 0 failed"

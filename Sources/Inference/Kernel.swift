@@ -61,8 +61,18 @@ final class PrepareContext {
     func hasInput(_ i: Int) -> Bool { op.inputs.indices.contains(i) && op.inputs[i] >= 0 }
 
     func setShape(_ tensor: Int, _ shape: [Int]) throws {
+        // Shapes computed from a file's constants (paddings, sizes) can be anything: each must be a
+        // real shape within the reader's element limit before it is multiplied out.
+        var elements = 1
+        for dimension in shape {
+            let (product, overflow) = elements.multipliedReportingOverflow(by: dimension)
+            guard dimension >= 0, !overflow, product <= Model.maxTensorElements else {
+                throw fail("output \"\(graph.tensors[tensor].name)\" computes to \(shape), not a shape Spotter can hold")
+            }
+            elements = product
+        }
         let declared = graph.tensors[tensor].shape
-        if !declared.isEmpty, declared.reduce(1, *) != shape.reduce(1, *) {
+        if !declared.isEmpty, declared.reduce(1, *) != elements {
             throw fail("output \"\(graph.tensors[tensor].name)\" is declared \(declared) but computes to \(shape)")
         }
         shapes[tensor] = shape

@@ -12,6 +12,10 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
     case encodeFailed(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
     case timedOut(path: String, seconds: Double, while: String)
+    /// The picture declares more pixels than ``ImageFile/Limits/maxPixels`` allows.
+    case tooManyPixels(path: String, width: Int, height: Int, limit: Int)
+    /// The path names something that is not a regular file (`kind`: "a named pipe", "a folder").
+    case notAFile(path: String, kind: String)
 
     public var description: String {
         switch self {
@@ -24,6 +28,11 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
         case .timedOut(let path, let seconds, let activity):
             return "\(path): no data for \(String(format: "%g", seconds)) s while \(activity) (the source stalled or is unreachable)"
+        case .tooManyPixels(let path, let width, let height, let limit):
+            let megapixels = { (pixels: Int) in String(format: "%.1f", Double(pixels) / 1e6) }
+            return "\(path) declares \(width)x\(height) pixels (\(megapixels(width * height)) megapixels), more than the limit of \(megapixels(limit)) megapixels"
+        case .notAFile(let path, let kind):
+            return "\(path) is \(kind), not a regular file"
         }
     }
 }
@@ -183,19 +192,32 @@ final class InputContext {
 
     /// Opens `path`, with an explicit input format name (`video4linux2`) when given; gives up after
     /// `timeout` seconds without progress, or when `interrupt` is triggered.
-    init(path: String, format: String? = nil, interrupt: IOInterrupt = IOInterrupt(), timeout: Double? = nil) throws {
+    ///
+    /// - Parameters:
+    ///   - displayPath: how errors name the input (default `path`).
+    ///   - allowedProtocols: FFmpeg's `protocol_whitelist`: the only protocols this input, and every
+    ///     file or URL it leads to (playlists, redirects, segments), may open. Nil: FFmpeg's default.
+    ///   - allowedFormats: FFmpeg's `format_whitelist`: the only demuxers that may read it.
+    init(path: String, displayPath: String? = nil, format: String? = nil, interrupt: IOInterrupt = IOInterrupt(), timeout: Double? = nil,
+         allowedProtocols: String? = nil, allowedFormats: String? = nil) throws {
+        let shown = displayPath ?? path
         guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
         var context: UnsafeMutablePointer<AVFormatContext>? = allocated
         self.interrupt = interrupt
         allocated.pointee.interrupt_callback = AVIOInterruptCB(callback: IOInterrupt.callback, opaque: Unmanaged.passUnretained(interrupt).toOpaque())
         let inputFormat = format.flatMap { av_find_input_format($0) }
+        var options: OpaquePointer?
+        defer { av_dict_free(&options) }
+        if let allowedProtocols { av_dict_set(&options, "protocol_whitelist", allowedProtocols, 0) }
+        if let allowedFormats { av_dict_set(&options, "format_whitelist", allowedFormats, 0) }
         interrupt.arm(timeout)
-        defer { interrupt.arm(nil) }
         // On failure avformat_open_input frees the context.
-        let status = avformat_open_input(&context, path, inputFormat, nil)
-        if status < 0, interrupt.hasExpired { throw MediaError.timedOut(path: path, seconds: timeout ?? 0, while: "connecting") }
-        try FFmpeg.check(status) { .cannotOpen(path: path, reason: $0) }
-        guard let context else { throw MediaError.cannotOpen(path: path, reason: "no context") }
+        let status = avformat_open_input(&context, path, inputFormat, &options)
+        let expired = interrupt.hasExpired
+        interrupt.arm(nil)
+        if status < 0, expired { throw MediaError.timedOut(path: shown, seconds: timeout ?? 0, while: "connecting") }
+        try FFmpeg.check(status) { .cannotOpen(path: shown, reason: $0) }
+        guard let context else { throw MediaError.cannotOpen(path: shown, reason: "no context") }
         pointer = context
     }
 

@@ -14,20 +14,47 @@ public enum ImageFile {
         public var upright: Image { stored.oriented(orientation) }
     }
 
-    /// Pictures larger than this many pixels are refused (a 2^16 x 2^16 JPEG header costs nothing
-    /// to write and 12 GiB to decode).
-    public static let maxPixels = 1 << 28
+    /// What a picture may cost before it is decoded.
+    public struct Limits: Sendable, Equatable {
+        /// Most pixels a picture may declare (the largest of its frames or pages). Default
+        /// 50,000,000: an 8000x6000 photo passes; a 35-byte GIF announcing 16000x16000 (768 MiB of
+        /// RGB) does not. Checked on the file's header before any decoding, and again by the decoder.
+        public var maxPixels: Int
+
+        public init(maxPixels: Int = 50_000_000) {
+            self.maxPixels = maxPixels
+        }
+    }
 
     /// Decodes the first picture of `path` to RGB24, with its EXIF orientation.
     ///
     /// JPEG goes through libjpeg-turbo with OpenCV's `imread` settings (so the pixels equal those
     /// of OpenCV, Pillow, TensorFlow and browsers); other formats (PNG, BMP, WebP, ...) through FFmpeg.
+    /// The size the header declares is checked against `limits` first; anything but a regular file
+    /// (a named pipe, a socket, a folder) is refused without waiting on it.
     ///
-    /// - Throws: ``MediaError``.
-    public static func decode(_ path: String) throws -> Decoded {
-        if let jpeg = try readIfJPEG(path) { return try decodeJPEG(jpeg, path: path) }
+    /// - Throws: ``MediaError``: ``MediaError/tooManyPixels(path:width:height:limit:)`` for a picture
+    ///   over the limit, ``MediaError/notAFile(path:kind:)``.
+    public static func decode(_ path: String, limits: Limits = Limits()) throws -> Decoded {
+        let contents = try FileBytes(path: path)
+        if let header = PictureHeader.read(contents.head) {
+            try check(header, limits: limits, path: path)
+            if header.format == "jpeg" { return try decodeJPEG(try contents.all(), path: path, limits: limits) }
+        }
+        return try decodeWithFFmpeg(path, limits: limits)
+    }
+
+    /// Throws when `header` declares more pixels than `limits` allow.
+    static func check(_ header: PictureHeader, limits: Limits, path: String) throws {
+        guard header.pixels <= limits.maxPixels else {
+            throw MediaError.tooManyPixels(path: path, width: header.width, height: header.height, limit: limits.maxPixels)
+        }
+    }
+
+    private static func decodeWithFFmpeg(_ path: String, limits: Limits) throws -> Decoded {
         try FFmpeg.load { .decodeFailed(path: path, reason: $0) }
-        let input = try InputContext(path: path)
+        // Only the file protocol and picture demuxers: a picture never names another file or a URL.
+        let input = try InputContext(path: "file:" + path, displayPath: path, allowedProtocols: "file", allowedFormats: pictureDemuxers)
         // Picture demuxers name their stream's codec on opening; probing the stream as well
         // (avformat_find_stream_info) would decode the picture once more (a PNG twice).
         var streamIndex = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
@@ -44,6 +71,8 @@ public enum ImageFile {
         }
         let decoder = CodecContext(codec: codec)
         try FFmpeg.check(avcodec_parameters_to_context(decoder.pointer, parameters)) { .decodeFailed(path: path, reason: $0) }
+        // The decoder refuses frames over the limit too (a size the header reader did not see).
+        decoder.pointer.pointee.max_pixels = Int64(limits.maxPixels)
         try FFmpeg.check(avcodec_open2(decoder.pointer, codec, nil)) { .decodeFailed(path: path, reason: $0) }
 
         let packet = Packet(), frame = Frame()
@@ -95,42 +124,35 @@ public enum ImageFile {
         return nil
     }
 
-    /// Decodes a picture held in memory (an upload), as ``decode(_:)`` decodes a file; `name` is
-    /// used in errors.
+    /// FFmpeg's demuxers for the picture formats Spotter reads (no playlists, no image sequences).
+    static let pictureDemuxers = "png_pipe,bmp_pipe,gif,gif_pipe,webp_pipe,tiff_pipe,ppm_pipe,pgm_pipe,pgmyuv_pipe,pbm_pipe,pam_pipe,jpeg_pipe"
+
+    /// The size a picture's header declares, nil when it is not a format Spotter reads.
+    public static func header(_ bytes: some RandomAccessCollection<UInt8>) -> PictureHeader? { PictureHeader.read(bytes) }
+
+    /// Decodes a picture held in memory (an upload), as ``decode(_:limits:)`` decodes a file; `name`
+    /// is used in errors.
     ///
     /// - Throws: ``MediaError``.
-    public static func decode(bytes: [UInt8], name: String) throws -> Decoded {
+    public static func decode(bytes: [UInt8], name: String, limits: Limits = Limits()) throws -> Decoded {
         guard let format = sniff(bytes) else { throw MediaError.decodeFailed(path: name, reason: "not a JPEG, PNG, BMP, WebP, GIF or TIFF picture") }
-        if format == "jpeg" { return try decodeJPEG(bytes, path: name) }
+        if let header = PictureHeader.read(bytes) { try check(header, limits: limits, path: name) }
+        if format == "jpeg" { return try decodeJPEG(bytes, path: name, limits: limits) }
         // FFmpeg reads files: the other formats go through a private temporary file.
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-picture-\(UUID().uuidString).\(format)")
         do { try Data(bytes).write(to: url) } catch { throw MediaError.cannotWrite(path: url.path, reason: error.localizedDescription) }
         defer { try? FileManager.default.removeItem(at: url) }
         do {
-            return try decode(url.path)
+            return try decodeWithFFmpeg(url.path, limits: limits)
         } catch let error as MediaError {
             throw MediaError.decodeFailed(path: name, reason: "\(error)".replacingOccurrences(of: url.path, with: name))
         }
     }
 
-    /// The file's bytes when it starts with a JPEG signature, else nil (without reading it all).
-    static func readIfJPEG(_ path: String) throws -> [UInt8]? {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw MediaError.cannotOpen(path: path, reason: FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file")
-        }
-        defer { try? handle.close() }
-        do {
-            guard let head = try handle.read(upToCount: 3), head.elementsEqual([0xFF, 0xD8, 0xFF]) else { return nil }
-            return [0xFF, 0xD8, 0xFF] + [UInt8](try handle.readToEnd() ?? Data())
-        } catch {
-            throw MediaError.cannotOpen(path: path, reason: error.localizedDescription)
-        }
-    }
-
     /// Decodes JPEG bytes with libjpeg-turbo; the orientation from the EXIF block, if any.
-    static func decodeJPEG(_ bytes: [UInt8], path: String) throws -> Decoded {
+    static func decodeJPEG(_ bytes: [UInt8], path: String, limits: Limits) throws -> Decoded {
         var decoded = spotter_jpeg_image()
-        let status = bytes.withUnsafeBufferPointer { spotter_jpeg_decode($0.baseAddress, $0.count, maxPixels, &decoded) }
+        let status = bytes.withUnsafeBufferPointer { spotter_jpeg_decode($0.baseAddress, $0.count, limits.maxPixels, &decoded) }
         guard status == 0, let pixels = decoded.pixels else {
             let message = withUnsafeBytes(of: decoded.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw MediaError.decodeFailed(path: path, reason: message)

@@ -45,12 +45,53 @@ public final class VideoReader {
         /// Threads FFmpeg's decoder may use. Default 1, so the other cores stay free for detection
         /// and encoding.
         public var decoderThreads: Int = 1
+        /// FFmpeg protocols the input, and every URL or file it leads to (HLS segments, redirects),
+        /// may open, comma-separated. Default nil: ``VideoReader/protocols(for:)`` of the input
+        /// (a network source never reaches `file`, `concat` or `pipe`).
+        public var allowedProtocols: String?
+        /// FFmpeg demuxers that may read the input, comma-separated. Default nil: any.
+        public var allowedFormats: String?
+        /// Most pixels a frame may have; larger frames are refused by the decoder. Default 50,000,000.
+        public var maxPixels = 50_000_000
 
         public init(openTimeout: Double = 15, readTimeout: Double = 10, decoderThreads: Int = 1) {
             self.openTimeout = openTimeout
             self.readTimeout = readTimeout
             self.decoderThreads = decoderThreads
         }
+    }
+
+    /// The FFmpeg protocols an input may use, by its scheme: network streams get their transport
+    /// protocols (never `file`), a local file only `file`; nil for a camera (no protocol) and for a
+    /// scheme not listed here (FFmpeg's own default applies).
+    public static func protocols(for input: String) -> String? {
+        if isDevice(input) { return nil }
+        guard let scheme = scheme(of: input) else { return "file" }
+        switch scheme {
+        case "file": return "file"
+        case "rtsp", "rtsps": return "rtsp,rtsps,rtp,srtp,udp,udplite,tcp,tls,http,https"
+        case "rtmp", "rtmps": return "rtmp,rtmps,tcp,tls"
+        case "http", "https": return "http,https,tcp,tls,crypto,httpproxy"
+        case "tcp": return "tcp"
+        case "udp": return "udp"
+        case "rtp": return "rtp,udp"
+        case "srt": return "srt"
+        default: return nil
+        }
+    }
+
+    /// The lowercased scheme of a URL (`rtsp` of `rtsp://cam/live`, `concat` of `concat:a|b`), nil
+    /// for a plain path.
+    public static func scheme(of input: String) -> String? {
+        guard let colon = input.firstIndex(of: ":"), colon != input.startIndex else { return nil }
+        let name = input[..<colon]
+        guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }), name.first!.isLetter else { return nil }
+        return name.lowercased()
+    }
+
+    /// Whether `input` names a V4L2 camera (`/dev/videoN`).
+    public static func isDevice(_ input: String) -> Bool {
+        input.hasPrefix("/dev/video") && input.dropFirst("/dev/video".count).allSatisfy(\.isNumber) && input.count > "/dev/video".count
     }
 
     public let path: String
@@ -79,16 +120,28 @@ public final class VideoReader {
         try FFmpeg.load { .cannotOpen(path: path, reason: $0) }
         self.path = path
         self.options = options
-        let isDevice = path.hasPrefix("/dev/video")
+        let isDevice = Self.isDevice(path)
         if isDevice, spotter_load_avdevice() != 0 {
             throw MediaError.cannotOpen(path: path, reason: "cameras need libavdevice (apt-get install libavdevice59)")
         }
+        // A path that names an existing file is opened as a file, whatever characters it holds (a
+        // name with a colon is not a protocol); one that is not a regular file is refused before
+        // open(2) could wait on it (a named pipe without a writer blocks until one appears).
+        var opened = path
+        var protocols = options.allowedProtocols ?? Self.protocols(for: path)
+        if !isDevice, Self.scheme(of: path) == nil || FileManager.default.fileExists(atPath: path) {
+            if let kind = FileBytes.irregularKind(path) { throw MediaError.notAFile(path: path, kind: kind) }
+            opened = "file:" + path
+            protocols = options.allowedProtocols ?? "file"
+        }
         avformat_network_init()
-        input = try InputContext(path: path, format: isDevice ? "video4linux2" : nil, interrupt: interrupt, timeout: options.openTimeout)
+        input = try InputContext(path: opened, displayPath: path, format: isDevice ? "video4linux2" : nil, interrupt: interrupt,
+                                 timeout: options.openTimeout, allowedProtocols: protocols, allowedFormats: options.allowedFormats)
         interrupt.arm(options.openTimeout)
         let probed = avformat_find_stream_info(input.pointer, nil)
+        let probeExpired = interrupt.hasExpired
         interrupt.arm(nil)
-        if probed < 0, interrupt.hasExpired { throw MediaError.timedOut(path: path, seconds: options.openTimeout, while: "reading the stream's header") }
+        if probed < 0, probeExpired { throw MediaError.timedOut(path: path, seconds: options.openTimeout, while: "reading the stream's header") }
         try FFmpeg.check(probed) { .cannotOpen(path: path, reason: $0) }
         let index = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
         guard index >= 0, let stream = input.pointer.pointee.streams[Int(index)] else { throw MediaError.noVideoStream(path: path) }
@@ -100,6 +153,7 @@ public final class VideoReader {
         decoder = CodecContext(codec: codec)
         try FFmpeg.check(avcodec_parameters_to_context(decoder.pointer, parameters)) { .cannotOpen(path: path, reason: $0) }
         decoder.pointer.pointee.thread_count = Int32(max(1, options.decoderThreads))
+        decoder.pointer.pointee.max_pixels = Int64(options.maxPixels)
         try FFmpeg.check(avcodec_open2(decoder.pointer, codec, nil)) { .cannotOpen(path: path, reason: $0) }
         timeBase = av_q2d(stream.pointee.time_base)
 
@@ -111,8 +165,9 @@ public final class VideoReader {
         let rate = stream.pointee.avg_frame_rate.den > 0 ? av_q2d(stream.pointee.avg_frame_rate) : nil
         let containerDuration = input.pointer.pointee.duration
         let duration = containerDuration > 0 ? Double(containerDuration) / Double(AV_TIME_BASE) : nil
-        let scheme = path.split(separator: ":").first.map { String($0).lowercased() } ?? ""
-        let live = isDevice || ["rtsp", "rtmp", "udp", "rtp", "srt", "tcp"].contains(scheme) || (duration == nil && scheme.hasPrefix("http"))
+        let scheme = opened == path ? Self.scheme(of: path) ?? "" : "file"
+        let live = isDevice || ["rtsp", "rtsps", "rtmp", "rtmps", "udp", "rtp", "srt", "tcp"].contains(scheme)
+            || (duration == nil && scheme.hasPrefix("http"))
         info = Info(
             width: Int(parameters.pointee.width), height: Int(parameters.pointee.height),
             frameRate: rate.flatMap { $0 > 0 && $0 < 1000 ? $0 : nil }, duration: duration,
@@ -159,6 +214,7 @@ public final class VideoReader {
             if draining { finished = true; break }
             interrupt.arm(options.readTimeout)
             let status = av_read_frame(input.pointer, packet.pointer)
+            let readExpired = interrupt.hasExpired
             interrupt.arm(nil)
             if interrupt.wasInterrupted {
                 if status >= 0 { av_packet_unref(packet.pointer) }
@@ -171,7 +227,7 @@ public final class VideoReader {
                 continue
             }
             if status < 0 {
-                if interrupt.hasExpired { throw MediaError.timedOut(path: path, seconds: options.readTimeout, while: "reading") }
+                if readExpired { throw MediaError.timedOut(path: path, seconds: options.readTimeout, while: "reading") }
                 // Damaged container data: the demuxer resynchronises on the next read, up to a point.
                 damagedPackets += 1
                 errors += 1

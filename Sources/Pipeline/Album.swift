@@ -423,10 +423,30 @@ public final class Album: @unchecked Sendable {
         return report
     }
 
-    /// A video input as the album names its source: URLs and devices as given, files as absolute paths.
+    /// A video input as the album names its source: URLs and devices as given (a password in a
+    /// URL as `***`), files as absolute paths, also behind FFmpeg's `file:` and `concat:` (each
+    /// part), so a name never depends on the folder the command ran in.
     public static func sourceName(_ input: String) -> String {
-        if input.contains("://") || input.hasPrefix("/") { return input }
-        return URL(fileURLWithPath: input).standardizedFileURL.path
+        func absolute(_ path: String) -> String {
+            path.hasPrefix("/") ? path : URL(fileURLWithPath: path).standardizedFileURL.path
+        }
+        if input.hasPrefix("/") || FileManager.default.fileExists(atPath: input) { return absolute(input) }
+        switch VideoReader.scheme(of: input) {
+        case nil: return absolute(input)
+        case "file" where !input.hasPrefix("file://"): return absolute(String(input.dropFirst(5)))
+        case "concat": return "concat:" + input.dropFirst(7).split(separator: "|", omittingEmptySubsequences: false).map { absolute(String($0)) }.joined(separator: "|")
+        default: return redactingPassword(input)
+        }
+    }
+
+    /// A URL with its password replaced by `***` (`rtsp://user:***@cam/live`): what logs, pages,
+    /// events and the album show of a camera's address.
+    public static func redactingPassword(_ input: String) -> String {
+        guard let scheme = input.range(of: "://") else { return input }
+        let rest = input[scheme.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return input }
+        return String(input[..<input.index(after: colon)]) + "***" + String(input[at...])
     }
 
     static func timestamp() -> String {

@@ -1,6 +1,7 @@
 import Detection
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Imaging
 import Logging
 import Media
@@ -42,8 +43,12 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
         services.append(WebhookService(options: configuration.webhooks, events: routes.sources.events, logger: logger, counters: routes.webhooks))
     }
     services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, logger: logger))
+    let connections = OpenConnections(limit: configuration.maxConnections)
+    let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimiter(connections)],
+                                          idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
     return Application(
         router: buildRouter(routes),
+        server: .http1(configuration: http),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "spotter"),
         services: services,
         logger: logger)
@@ -61,7 +66,7 @@ struct SourcesService: Service {
     func run() async throws {
         for spec in initial {
             do {
-                let source = try hub.add(spec)
+                let source = try hub.add(spec, origin: .config)
                 logger.info("source \(source.id): \(spec.input)")
             } catch {
                 logger.error("source \(spec.input): \(error)")
@@ -108,7 +113,7 @@ func buildRouter(_ routes: Routes) -> Router<ServerContext> {
     let configuration = routes.configuration
     let router = Router(context: ServerContext.self)
     router.add(middleware: JSONErrorMiddleware())
-    if let token = configuration.token, !token.isEmpty { router.add(middleware: TokenMiddleware(token: token)) }
+    router.add(middleware: AccessMiddleware(hosts: routes.hosts, token: configuration.token, sessions: routes.sessions, limiter: routes.limiter))
     routes.register(on: router)
     return router
 }
@@ -129,28 +134,6 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("\(request.method) \(request.uri.path): \(error)")
             return jsonResponse(["error": ["status": 500, "message": "\(error)"]], status: .internalServerError)
         }
-    }
-}
-
-/// With a token configured, every request must carry it: `Authorization: Bearer TOKEN`, or the
-/// `spotter_token` cookie the login form sets. `/health` and the login page stay open.
-struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
-    let token: String
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        if path == "/health" || path == "/login" { return try await next(request, context) }
-        if let authorization = request.headers[.authorization], authorization == "Bearer \(token)" {
-            return try await next(request, context)
-        }
-        if let cookies = request.headers[.cookie],
-           cookies.split(separator: ";").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "spotter_token=\(token)" }) {
-            return try await next(request, context)
-        }
-        if request.method == .get && !path.hasPrefix("/api/") && !path.hasPrefix("/v1/") && !path.hasPrefix("/media/") {
-            return Response(status: .seeOther, headers: [.location: "/login"])
-        }
-        throw HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer"], message: "this server needs a token: send Authorization: Bearer TOKEN")
     }
 }
 

@@ -1,6 +1,7 @@
 import Detection
 import Foundation
 import Imaging
+import Media
 import Pipeline
 
 /// Work on a source frame's detections after the detector (face recognition naming person
@@ -44,6 +45,31 @@ public struct ServerConfiguration: Sendable {
     public var refine: DetectionRefiner?
     /// The sample videos of the demo page (the CLI's model store). Default none: the page says so.
     public var samples: (any SampleLibrary)?
+    /// Folders whose video files API sources may open, besides the album's uploads (`--media-dir`,
+    /// and the sample cache). Default none. See ``SourcePolicy``.
+    public var mediaFolders: [URL] = []
+    /// Host names the server answers to besides its bind address, `localhost`, `127.0.0.1` and
+    /// `[::1]` (and, bound to every interface, this machine's names and addresses). A request
+    /// naming another host is refused with 421, which stops DNS rebinding. Default none.
+    public var allowedHosts: [String] = []
+    /// The address people and webhooks reach the server at (`https://cams.example.com`, behind a
+    /// reverse proxy): its origin is accepted for changes and its host in `Host`. Default none.
+    public var publicURL: URL?
+    /// What an uploaded or posted picture may cost before it is decoded (``ImageFile/Limits``).
+    public var pictureLimits = ImageFile.Limits()
+    /// Pictures decoded at once for requests; as many more wait, and beyond that a request is
+    /// answered 503. Default: the detector count.
+    public var decodeSlots: Int?
+    /// Most bytes the album's `uploads` folder may hold; an upload that would pass it is refused
+    /// with 507. Default 20 GiB.
+    public var maxUploadsTotalBytes = 20 << 30
+    /// Video uploads received at once; more are answered 503. Default 2.
+    public var maxConcurrentUploads = 2
+    /// Most open HTTP connections; more are closed as they arrive. Default 512.
+    public var maxConnections = 512
+    /// Seconds a connection may send nothing (while its request line, headers or body are awaited,
+    /// or between requests) before it is closed. Default 30.
+    public var idleTimeout: Double = 30
 
     public init(album: URL, modelPath: String, detector: ObjectDetector.Options = .init(), host: String = "127.0.0.1", port: Int = 8080,
                 token: String? = nil) {
@@ -60,9 +86,19 @@ public struct ServerConfiguration: Sendable {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
-    /// - Throws: ``ServerError/tokenRequired(host:)`` for a non-loopback address without a token.
+    /// Shortest token accepted on a loopback address.
+    public static let minimumTokenLength = 12
+    /// Shortest token accepted when other machines can connect.
+    public static let minimumNetworkTokenLength = 16
+
+    /// - Throws: ``ServerError/tokenRequired(host:)`` for a non-loopback address without a token,
+    ///   ``ServerError/tokenTooShort(length:minimum:)``.
     public func validate() throws {
         if !bindsLoopback && (token ?? "").isEmpty { throw ServerError.tokenRequired(host: host) }
+        if let token, !token.isEmpty {
+            let minimum = bindsLoopback ? Self.minimumTokenLength : Self.minimumNetworkTokenLength
+            guard token.count >= minimum else { throw ServerError.tokenTooShort(length: token.count, minimum: minimum) }
+        }
         do { try webhooks.validate() } catch let error as WebhookError { throw ServerError.badWebhook(error) }
     }
 }
@@ -70,12 +106,15 @@ public struct ServerConfiguration: Sendable {
 /// Why the server cannot start.
 public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     case tokenRequired(host: String)
+    case tokenTooShort(length: Int, minimum: Int)
     case badWebhook(WebhookError)
 
     public var description: String {
         switch self {
         case .tokenRequired(let host):
-            return "binding \(host) lets other machines in: give a token (--token) that every request must carry"
+            return "binding \(host) lets other machines in: give a token (--token) of at least \(ServerConfiguration.minimumNetworkTokenLength) characters that every request must carry"
+        case .tokenTooShort(let length, let minimum):
+            return "the token has \(length) characters; it needs at least \(minimum) (for example: openssl rand -hex 16)"
         case .badWebhook(let error):
             return "\(error)"
         }

@@ -70,8 +70,10 @@ public struct SourceSpec: Codable, Sendable, Equatable {
 final class LiveSource: @unchecked Sendable {
     let id: String
     let spec: SourceSpec
-    /// The input as opened (a sample's name resolved to its cached file).
+    /// The input as opened (a sample's name resolved to its cached file, a file to its real path).
     let path: String
+    /// What the reader may open for it (``SourcePolicy``).
+    let access: SourcePolicy.Resolved
     let classes: Set<String>?
     let threshold: Float
     /// The source's name in the album: URLs and devices as given, files as absolute paths.
@@ -108,10 +110,11 @@ final class LiveSource: @unchecked Sendable {
     /// Signalled when the run's thread ends.
     private let ended = DispatchSemaphore(value: 0)
 
-    init(id: String, spec: SourceSpec, path: String) {
+    init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved) {
         self.id = id
         self.spec = spec
-        self.path = path
+        self.access = access
+        self.path = access.input
         let classes = spec.classes ?? ["person"]
         self.classes = classes.isEmpty ? nil : Set(classes.map { $0.lowercased() })
         threshold = spec.threshold ?? 0.5
@@ -124,7 +127,9 @@ final class LiveSource: @unchecked Sendable {
         let thread = Thread { [self] in
             defer { ended.signal() }
             update(state: .opening, message: nil, events: events)
-            let readerOptions = VideoReader.Options(openTimeout: 15, readTimeout: 10)
+            var readerOptions = VideoReader.Options(openTimeout: 15, readTimeout: 10)
+            readerOptions.allowedProtocols = access.allowedProtocols
+            readerOptions.allowedFormats = access.allowedFormats
             let reader: VideoReader
             do { reader = try VideoReader(path: path, options: readerOptions) } catch {
                 update(state: .failed, message: "\(error)", events: events)
@@ -359,6 +364,7 @@ final class SourceHub: @unchecked Sendable {
     let refine: DetectionRefiner?
     let events: EventHub
     private let resolve: @Sendable (String) throws -> String
+    let policy: SourcePolicy
     // `sources`, `order`, `next` and `closed` are guarded by `lock`.
     private let lock = NSLock()
     private var sources: [String: LiveSource] = [:]
@@ -368,7 +374,9 @@ final class SourceHub: @unchecked Sendable {
     /// Most sources at once.
     static let limit = 64
 
-    init(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub, resolve: @escaping @Sendable (String) throws -> String) {
+    init(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub, resolve: @escaping @Sendable (String) throws -> String,
+         policy: SourcePolicy) {
+        self.policy = policy
         self.album = album
         self.pool = pool
         self.refine = refine
@@ -391,15 +399,15 @@ final class SourceHub: @unchecked Sendable {
     /// Starts a source.
     ///
     /// - Throws: ``AddError``.
-    func add(_ spec: SourceSpec) throws -> LiveSource {
+    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin) throws -> LiveSource {
         do { try spec.validate() } catch { throw AddError.invalid("\(error)") }
         if spec.recordsStrangersOnly && refine == nil { throw AddError.invalid("trigger unknown-face needs spotter serve --faces GALLERY") }
-        let path: String
-        do { path = try resolve(spec.input) } catch { throw AddError.invalid("\(error)") }
+        let access: SourcePolicy.Resolved
+        do { access = try policy.check(try resolve(spec.input), origin: origin) } catch { throw AddError.invalid("\(error)") }
         let source: LiveSource = try lock.withLock {
             guard !closed else { throw AddError.shuttingDown }
             guard sources.count < Self.limit else { throw AddError.tooMany }
-            let source = LiveSource(id: "s\(next)", spec: spec, path: path)
+            let source = LiveSource(id: "s\(next)", spec: spec, access: access)
             next += 1
             sources[source.id] = source
             order.append(source.id)

@@ -48,8 +48,8 @@ enum OpenAPI {
                                  "rectangles": ["type": "boolean", "description": "also find rectangles (pages, cards, screens) on every frame with Vision's default options: in detection events as rectangles [{corners, normalized, box, confidence}], outlined in the live view and snapshots (default false)"],
                              ],
                          ]]]],
-                         "responses": ["201": response("the source's status, with its id"), "400": error, "409": error, "413": error, "503": error,
-                                       "401": unauthorized]],
+                         "responses": ["201": response("the source's status, with its id"), "400": error, "409": error, "413": error, "415": error,
+                                       "503": error, "401": unauthorized]],
             ],
             "/api/v1/sources/{id}": [
                 "get": ["summary": "One source's status: state, fps, inference ms, dropped frames, recording, progress of files",
@@ -82,8 +82,8 @@ enum OpenAPI {
                 "summary": "Upload a video to process (raw body, streamed to disk); then POST /api/v1/sources with its path",
                 "parameters": [parameter("name", "query", "string", "file name to keep (letters, digits, -_)")],
                 "requestBody": ["required": true, "content": ["application/octet-stream": ["schema": ["type": "string", "format": "binary"]]]],
-                "responses": ["201": response("{path, name, size, container}"), "400": error, "413": error, "415": error, "507": error,
-                              "401": unauthorized],
+                "responses": ["201": response("{path, name, size, container}"), "400": error, "413": error, "415": error, "503": error,
+                              "507": error, "401": unauthorized],
             ]],
             "/api/v1/events": ["get": [
                 "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url, and rectangles for sources that find them), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, clip_deleted, download_progress, download_finished, download_failed",
@@ -138,20 +138,35 @@ enum OpenAPI {
                 "summary": "Detect objects in a picture: the object `spotter detect --json` prints",
                 "parameters": detectParameters, "requestBody": picture,
                 "responses": ["200": response("{image, width, height, timings_ms, detections: [{label, class_id, score, box, identity (serve --faces: {name, distance})}]}"),
-                              "400": error, "413": error, "415": error, "422": error, "401": unauthorized],
+                              "400": error, "413": error, "415": error, "422": error, "503": error, "401": unauthorized],
             ]],
             "/v1/vision/detection": ["post": [
                 "summary": "DeepStack-compatible detection (Frigate, Home Assistant, Blue Iris)",
                 "parameters": detectParameters, "requestBody": picture,
                 "responses": ["200": response("{success, predictions: [{label, confidence, x_min, y_min, x_max, y_max, userid (serve --faces: a name or unknown)}], duration}"),
-                              "400": error, "413": error, "415": error, "422": error, "401": unauthorized],
+                              "400": error, "413": error, "415": error, "422": error, "503": error, "401": unauthorized],
             ]],
         ]
+        // Every operation may meet the access checks (``AccessMiddleware``): a foreign Host (421),
+        // and for changes a foreign Origin (403) or too many wrong tokens (429).
+        var checked: [String: Any] = [:]
+        for (path, operations) in paths {
+            var operations = operations as! [String: [String: Any]]
+            for (method, var operation) in operations {
+                var responses = operation["responses"] as! [String: Any]
+                responses["421"] = response("the Host header names another server")
+                if method != "get" && method != "head" { responses["403"] = response("a change from another origin") }
+                if responses["401"] != nil { responses["429"] = response("too many wrong tokens from this address; see Retry-After") }
+                operation["responses"] = responses
+                operations[method] = operation
+            }
+            checked[path] = operations
+        }
         let document: [String: Any] = [
             "openapi": "3.1.0",
-            "info": ["title": "Spotter", "version": "1", "description": "Object detection and recorded clips. With --token, send Authorization: Bearer TOKEN."],
+            "info": ["title": "Spotter", "version": "1", "description": "Object detection and recorded clips. With --token, send Authorization: Bearer TOKEN. Changes (POST, DELETE) from a browser must come from this server's own origin; JSON bodies need Content-Type: application/json."],
             "components": ["securitySchemes": ["bearer": ["type": "http", "scheme": "bearer"]]],
-            "paths": paths,
+            "paths": checked,
             // Outgoing: what --webhook URLs receive.
             "webhooks": ["clipFinished": ["post": [
                 "summary": "A clip was finished and indexed: {type: clip_finished, source, clip: {id, source, start, end, duration, frames, labels, best_score, incomplete, created_at, url, thumbnail_url}}; retried until a 2xx answer",

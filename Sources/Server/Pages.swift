@@ -433,13 +433,23 @@ enum Pages {
         </body></html>
         """
 
-    static let login = """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><title>Spotter: sign in</title>\(style)</head>
-        <body><main>
-          <h1>Spotter</h1>
-          <p>This server needs its token (the <code>--token</code> it was started with).</p>
-          <form method="post" action="/login"><input name="token" type="password" autofocus> <button>Sign in</button></form>
-        </main></body></html>
-        """
+    /// The sign-in form; `next` is where a right token returns to, `message` says why it is shown again.
+    static func login(next: String, message: String?) -> String {
+        func escaped(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Spotter: sign in</title>\(style)</head>
+            <body><main>
+              <h1>Spotter</h1>
+              <p>This server needs its token (the <code>--token</code> it was started with).</p>
+              \(message.map { "<p class=\"error\" role=\"alert\">\(escaped($0))</p>" } ?? "")
+              <form method="post" action="/login"><input type="hidden" name="next" value="\(escaped(next))">
+                <input name="token" type="password" autocomplete="current-password" autofocus> <button>Sign in</button></form>
+            </main></body></html>
+            """
+    }
 }

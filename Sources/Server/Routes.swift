@@ -16,6 +16,13 @@ struct Routes: Sendable {
     let fileIO = FileIO()
     let started = Date()
     let webhooks = WebhookCounters()
+    let hosts: HostNames
+    let sessions = Sessions()
+    let limiter = LoginLimiter()
+    /// Pictures decoded for requests at once, and how many may wait.
+    let decoding: WorkGate
+    /// Video uploads received at once.
+    let uploading: WorkGate
 
     /// Opens the album and loads the detector pool.
     ///
@@ -26,22 +33,35 @@ struct Routes: Sendable {
         detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector),
                                      refine: configuration.refine)
         let events = EventHub()
-        sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput)
+        let policy = SourcePolicy(folders: [configuration.album.appendingPathComponent("uploads")] + configuration.mediaFolders)
+        sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput,
+                            policy: policy)
+        hosts = HostNames(bind: configuration.host, allowed: configuration.allowedHosts, publicURL: configuration.publicURL)
+        let slots = max(1, configuration.decodeSlots ?? detection.pool.count)
+        decoding = WorkGate(running: slots, waiting: 2 * slots)
+        uploading = WorkGate(running: max(1, configuration.maxConcurrentUploads), waiting: 0)
         downloads = configuration.samples.map { SampleDownloads(library: $0, events: events) }
     }
 
     func register(on router: Router<ServerContext>) {
         router.get("/") { _, _ in Response(status: .seeOther, headers: [.location: "/album"]) }
         for path in ["/health", "/api/v1/health"] {
-            router.get(RouterPath(path)) { _, _ in jsonResponse(["status": "ok", "album": configuration.album.path]) }
+            // The album's path only where no token guards the server (it tells a stranger about the machine).
+            router.get(RouterPath(path)) { _, _ in
+                jsonResponse((configuration.token ?? "").isEmpty ? ["status": "ok", "album": configuration.album.path] : ["status": "ok"])
+            }
         }
         router.get("/api/v1/openapi.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPI.document)))
         }
         router.get("/metrics") { _, _ in try await metrics() }
         router.get("/album") { _, _ in html(Pages.album) }
-        router.get("/login") { _, _ in html(Pages.login) }
+        router.get("/login") { request, _ in html(Pages.login(next: Self.localPath(request.uri.queryParameters["next"]), message: nil)) }
         router.post("/login") { request, context in try await login(request, context) }
+        router.post("/logout") { request, _ in
+            sessions.end(Sessions.id(in: request.headers[.cookie]))
+            return Response(status: .seeOther, headers: [.location: "/login", .setCookie: "\(Sessions.cookie)=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"])
+        }
 
         router.get("/api/v1/album") { request, _ in try listClips(request) }
         router.get("/api/v1/album/:id") { _, context in
@@ -92,8 +112,10 @@ struct Routes: Sendable {
         }
 
         router.post("/api/v1/uploads") { request, context in
-            try await Uploads(folder: configuration.album.appendingPathComponent("uploads"), maxBytes: configuration.maxVideoUploadBytes)
-                .receive(request, context)
+            try await uploading.run(busy: "\(configuration.maxConcurrentUploads) uploads are being received; try again when one ends") {
+                try await Uploads(folder: configuration.album.appendingPathComponent("uploads"), maxBytes: configuration.maxVideoUploadBytes,
+                                  maxTotalBytes: configuration.maxUploadsTotalBytes).receive(request, context)
+            }
         }
         router.get("/samples") { _, _ in html(Pages.samples) }
         router.get("/api/v1/samples") { _, _ in jsonResponse(["samples": downloads?.list() ?? []]) }
@@ -187,17 +209,9 @@ struct Routes: Sendable {
     /// `POST /api/v1/sources` with `{"input": ..., "record": true, "classes": [...], ...}`: 201 and
     /// the new source's status (with its `id`).
     func addSource(_ request: Request, _ context: ServerContext) async throws -> Response {
-        var request = request
-        let body: ByteBuffer
-        do { body = try await request.collectBody(upTo: configuration.maxJSONBytes) } catch {
-            throw HTTPError(.contentTooLarge, message: "the JSON body is larger than \(configuration.maxJSONBytes) bytes")
-        }
-        let spec: SourceSpec
-        do { spec = try JSONDecoder().decode(SourceSpec.self, from: Data(buffer: body)) } catch {
-            throw HTTPError(.badRequest, message: "the body must be JSON like {\"input\": \"rtsp://cam/live\", \"record\": true, \"classes\": [\"person\"]}: \(error)")
-        }
+        let spec = try await decodeJSON(SourceSpec.self, request, example: "{\"input\": \"rtsp://cam/live\", \"record\": true, \"classes\": [\"person\"]}")
         let source: LiveSource
-        do { source = try sources.add(spec) } catch let error as SourceHub.AddError {
+        do { source = try sources.add(spec, origin: .api) } catch let error as SourceHub.AddError {
             switch error {
             case .invalid(let message): throw HTTPError(.badRequest, message: message)
             case .tooMany: throw HTTPError(.conflict, message: "\(error)")
@@ -207,6 +221,23 @@ struct Routes: Sendable {
         var response = jsonResponse(source.status(), status: .created)
         response.headers[.location] = "/api/v1/sources/\(source.id)"
         return response
+    }
+
+    /// A JSON request body as `T`: `application/json` only (a form or `text/plain` body is what a
+    /// page on another site can send without asking), at most `maxJSONBytes`.
+    func decodeJSON<T: Decodable>(_ type: T.Type, _ request: Request, example: String) async throws -> T {
+        let contentType = (request.headers[.contentType] ?? "").split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard contentType == "application/json" else {
+            throw HTTPError(.unsupportedMediaType, message: "send the body as JSON with Content-Type: application/json, like \(example)")
+        }
+        var request = request
+        let body: ByteBuffer
+        do { body = try await request.collectBody(upTo: configuration.maxJSONBytes) } catch {
+            throw HTTPError(.contentTooLarge, message: "the JSON body is larger than \(configuration.maxJSONBytes) bytes")
+        }
+        do { return try JSONDecoder().decode(T.self, from: Data(buffer: body)) } catch {
+            throw HTTPError(.badRequest, message: "the body must be JSON like \(example): \(error)")
+        }
     }
 
     /// A frame of a source as JPEG: `number` (one of the last few, for the live view) or the latest.
@@ -250,14 +281,22 @@ struct Routes: Sendable {
             threshold = max(parsed, DetectionService.floorThreshold)
         }
         let classes = query["classes"].map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) }
-        let picture: Image
-        do {
-            picture = try ImageFile.decode(bytes: bytes, name: "upload").upright
-        } catch {
-            throw HTTPError(.unprocessableContent, message: "\(error)")
+        // The declared size first: a picture bomb is refused before it costs anything.
+        if let header = ImageFile.header(bytes), header.pixels > configuration.pictureLimits.maxPixels {
+            throw HTTPError(.contentTooLarge, message: "\(MediaError.tooManyPixels(path: "the picture", width: header.width, height: header.height, limit: configuration.pictureLimits.maxPixels))")
         }
+        let limits = configuration.pictureLimits, posted = bytes
         let start = Date()
-        let result = try await detection.detect(picture, threshold: threshold, classes: classes)
+        let result = try await decoding.run(busy: "the server is decoding as many pictures as it can; try again shortly") {
+            let picture: Image
+            do {
+                picture = try await offCooperativeThreads { try ImageFile.decode(bytes: posted, name: "upload", limits: limits).upright }
+            } catch let error as MediaError {
+                if case .tooManyPixels = error { throw HTTPError(.contentTooLarge, message: "\(error)") }
+                throw HTTPError(.unprocessableContent, message: "\(error)")
+            }
+            return try await detection.detect(picture, threshold: threshold, classes: classes)
+        }
         if deepStack {
             let predictions: [[String: Any]] = result.detections.map { d in
                 var prediction: [String: Any] = [
@@ -280,19 +319,44 @@ struct Routes: Sendable {
         Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 
-    /// The login form posts `token=...`; a right one sets an HttpOnly cookie and goes to the album.
+    /// The login form posts `token=...&next=/path`: a right token starts a session (an HttpOnly
+    /// cookie holding a random id) and returns to `next`; a wrong one shows the form again with
+    /// 401, and after ``LoginLimiter/maxFailures`` wrong ones in a minute from one address, 429.
     func login(_ request: Request, _ context: ServerContext) async throws -> Response {
         var request = request
         let body = try await request.collectBody(upTo: configuration.maxJSONBytes)
-        let form = String(buffer: body)
-        let given = form.split(separator: "&").compactMap { pair -> String? in
+        var form: [String: String] = [:]
+        for pair in String(buffer: body).split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == "token" else { return nil }
-            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-        }.first
-        guard let token = configuration.token, !token.isEmpty else { return Response(status: .seeOther, headers: [.location: "/album"]) }
-        guard given == token else { throw HTTPError(.unauthorized, message: "wrong token") }
-        return Response(status: .seeOther, headers: [.location: "/album", .setCookie: "spotter_token=\(token); HttpOnly; SameSite=Strict; Path=/"])
+            guard parts.count == 2 else { continue }
+            form[String(parts[0])] = String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }
+        let next = Self.localPath(form["next"])
+        guard let token = configuration.token, !token.isEmpty else { return Response(status: .seeOther, headers: [.location: next]) }
+        let client = context.clientAddress
+        if let wait = limiter.wait(for: client) {
+            var response = html(Pages.login(next: next, message: "Too many wrong tokens from this address: try again in \(wait) s."))
+            response.status = .tooManyRequests
+            response.headers[.retryAfter] = String(wait)
+            return response
+        }
+        guard let given = form["token"], constantTimeEquals(given, token) else {
+            limiter.recordFailure(client)
+            var response = html(Pages.login(next: next, message: "Wrong token."))
+            response.status = .unauthorized
+            return response
+        }
+        let secure = configuration.publicURL?.scheme?.lowercased() == "https"
+        return Response(status: .seeOther, headers: [.location: next, .setCookie: Sessions.setCookie(sessions.start(), secure: secure)])
+    }
+
+    /// A path on this server to return to after signing in (`/album` when it is anything else).
+    static func localPath(_ value: Substring?) -> String { localPath(value.map(String.init)) }
+
+    static func localPath(_ value: String?) -> String {
+        guard let value, value.hasPrefix("/"), !value.hasPrefix("//"), !value.contains("\\"), value.count <= 500,
+              !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return "/album" }
+        return value
     }
 
     /// Prometheus text: process memory, album size, detections and their time, per-source counters.

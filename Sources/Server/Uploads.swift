@@ -1,12 +1,28 @@
 import Foundation
 import Hummingbird
+import Media
 
 /// Videos people upload to process: streamed to a temporary file in the album's `uploads` folder,
-/// bounded in size, checked by their first bytes, then renamed into place (never over another
-/// file). A failed or refused upload leaves nothing behind.
+/// bounded in size (each, and all uploads together), checked by their first bytes and then by
+/// opening them as FFmpeg would (a demuxer of that container, a decodable video stream), then
+/// renamed into place (never over another file). A failed or refused upload leaves nothing behind.
 struct Uploads: Sendable {
     let folder: URL
     let maxBytes: Int
+    /// Most bytes the uploads folder may hold with this upload.
+    let maxTotalBytes: Int
+
+    /// FFmpeg's demuxer for each container ``sniffVideo(_:)`` names.
+    static let demuxers = ["mp4": "mov", "mkv": "matroska", "avi": "avi", "ts": "mpegts"]
+
+    /// Bytes of the regular files in the uploads folder.
+    func storedBytes() -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.reduce(0) { total, name in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
+            return total + ((attributes?[.type] as? FileAttributeType) == .typeRegular ? (attributes?[.size] as? Int ?? 0) : 0)
+        }
+    }
 
     /// The container a video's first bytes name, or nil.
     static func sniffVideo(_ head: [UInt8]) -> String? {
@@ -30,7 +46,14 @@ struct Uploads: Sendable {
     /// `POST /api/v1/uploads?name=clip.mp4` with the video as the raw body: 201 and
     /// `{"path", "name", "size", "container"}`; 413 past the limit, 415 for anything not a video.
     func receive(_ request: Request, _ context: ServerContext) async throws -> Response {
+        // A declared length is checked before a byte of the body is read.
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        if let declared, declared > maxBytes { throw HTTPError(.contentTooLarge, message: "the video is larger than \(maxBytes) bytes") }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let stored = storedBytes()
+        let full = HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"),
+                             message: "the album's uploads hold \(stored) bytes; with this video they would pass \(maxTotalBytes) bytes: delete uploads first")
+        if let declared, stored + declared > maxTotalBytes { throw full }
         let temporary = folder.appendingPathComponent(".upload-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: temporary.path, contents: nil),
               let handle = FileHandle(forWritingAtPath: temporary.path) else {
@@ -55,6 +78,7 @@ struct Uploads: Sendable {
                 }
             }
             guard size <= maxBytes else { throw HTTPError(.contentTooLarge, message: "the video is larger than \(maxBytes) bytes") }
+            guard stored + size <= maxTotalBytes else { throw full }
             do { try handle.write(contentsOf: Data(buffer: buffer)) } catch {
                 throw HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: "cannot store the upload: \(error.localizedDescription)")
             }
@@ -62,6 +86,19 @@ struct Uploads: Sendable {
         guard size > 0 else { throw HTTPError(.badRequest, message: "send the video as the request body") }
         guard let container = container ?? Self.sniffVideo(head) else { throw notVideo }
         try handle.synchronize()
+        // The first bytes only say what the file claims to be: it must open as that container,
+        // with a video stream FFmpeg can decode.
+        let path = temporary.path, format = Self.demuxers[container]
+        do {
+            _ = try await offCooperativeThreads {
+                var options = VideoReader.Options(openTimeout: 10, readTimeout: 10)
+                options.allowedProtocols = "file"
+                options.allowedFormats = format
+                return try VideoReader(path: path, options: options).info.codec
+            }
+        } catch {
+            throw HTTPError(.unsupportedMediaType, message: "the body is not a playable \(container) video: \("\(error)".replacingOccurrences(of: path, with: "the upload"))")
+        }
         let stem = Self.safeStem(request.uri.queryParameters["name"].map(String.init) ?? "video")
         // link(2) fails on an existing name, so no upload ever replaces another file.
         for attempt in 0..<1000 {

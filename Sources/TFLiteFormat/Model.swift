@@ -74,7 +74,7 @@ public final class Model: Sendable {
         var graph = subgraph
         var extra: [UInt8] = []
         var folded = Set<Int>()
-        for op in graph.operators where op.code.builtin == .dequantize && op.inputs.count == 1 && op.outputs.count == 1 {
+        for op in graph.operators where op.code.builtin == .dequantize && op.inputs.count == 1 && op.outputs.count == 1 && op.inputs[0] >= 0 {
             let input = graph.tensors[op.inputs[0]], output = op.outputs[0]
             guard input.type == .float16, input.isConstant, !input.isSparse, graph.tensors[output].type == .float32,
                   !graph.inputs.contains(output) else { continue }

@@ -133,13 +133,20 @@ struct Detect: ParsableCommand {
     @Option(help: "With --format coco: also write the COCO images and categories (id, file_name, width, height; id, name) to this file, so image_id and category_id map back to files and labels.")
     var cocoImages: String?
 
+    @Option(help: "Most megapixels a picture may declare; larger ones are refused before decoding (a few bytes can announce gigabytes).")
+    var maxMegapixels: Double = 50
+
     func validate() throws {
         if cocoImages != nil && format != .coco { throw ValidationError("--coco-images goes with --format coco") }
+        guard maxMegapixels > 0 else { throw ValidationError("--max-megapixels must be positive") }
     }
+
+    var limits: ImageFile.Limits { .init(maxPixels: Int(maxMegapixels * 1_000_000)) }
 
     func run() throws {
         let found = expand(inputs, recursive: recursive, skipping: saveDir)
         for missing in found.missing { FileHandle.standardError.write(Data("\(missing): no such file or folder\n".utf8)) }
+        for (path, kind) in found.skipped { FileHandle.standardError.write(Data("note: skipped \(path): \(kind), not a regular file\n".utf8)) }
         let files = found.files.map(\.path)
         guard !files.isEmpty else { throw CommandFailure("no pictures found in \(inputs.joined(separator: " "))") }
         let outputs = saveDir.map { annotatedPaths(for: found.files, in: $0) } ?? [:]
@@ -159,7 +166,7 @@ struct Detect: ParsableCommand {
         for (index, file) in files.enumerated() {
             progress.update(index, note: URL(fileURLWithPath: file).lastPathComponent)
             do {
-                var picture = try ImageFile.decode(file).upright
+                var picture = try ImageFile.decode(file, limits: limits).upright
                 let result = try detector.detect(picture)
                 if let labels = detector.labels {
                     for d in result.detections where d.label == "class \(d.classIndex)" && unlabeled.insert(d.classIndex).inserted {
@@ -188,7 +195,9 @@ struct Detect: ParsableCommand {
                 }
             } catch {
                 failures += 1
-                progress.error("\(file): \(error)")
+                // Media errors name the file themselves.
+                let message = "\(error)"
+                progress.error(message.contains(file) ? message : "\(file): \(message)")
             }
         }
         progress.finish()
@@ -240,8 +249,11 @@ struct FoundPicture {
 
 /// Files named on the command line, with folders expanded to the pictures inside (recursively with
 /// `recursive`, never inside `skipping`), sorted; names that do not exist are returned apart.
-func expand(_ inputs: [String], recursive: Bool, skipping: String? = nil) -> (files: [FoundPicture], missing: [String]) {
-    var files: [FoundPicture] = [], missing: [String] = []
+///
+/// Inside folders only regular files are taken (symbolic links followed): a named pipe called
+/// `b.jpg` would block the run on opening it, so it is listed in `skipped` with what it is.
+func expand(_ inputs: [String], recursive: Bool, skipping: String? = nil) -> (files: [FoundPicture], missing: [String], skipped: [(String, String)]) {
+    var files: [FoundPicture] = [], missing: [String] = [], irregular: [(String, String)] = []
     let manager = FileManager.default
     for input in inputs {
         var isDirectory: ObjCBool = false
@@ -260,10 +272,15 @@ func expand(_ inputs: [String], recursive: Bool, skipping: String? = nil) -> (fi
         for name in names.sorted() where pictureExtensions.contains(URL(fileURLWithPath: name).pathExtension.lowercased()) {
             let path = root.appendingPathComponent(name).path
             if let skipped, path.hasPrefix(skipped) { continue }
+            if let kind = irregularKind(path) {
+                // A folder named like a picture is not worth a note.
+                if kind != "a folder" { irregular.append((path, kind)) }
+                continue
+            }
             files.append(FoundPicture(path: path, relative: name))
         }
     }
-    return (files, missing)
+    return (files, missing, irregular)
 }
 
 /// Where `detect --save-dir` writes each picture's annotated copy: the picture's path relative to

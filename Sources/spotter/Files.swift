@@ -16,6 +16,20 @@ struct FileID: Hashable {
     }
 }
 
+/// What `path` is when it exists and is not a regular file ("a named pipe", "a folder"), else nil
+/// (symbolic links are followed).
+func irregularKind(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFDIR: return "a folder"
+    case S_IFIFO: return "a named pipe"
+    case S_IFSOCK: return "a socket"
+    default: return "a device"
+    }
+}
+
 /// Whether two paths name one file: the same device and inode when both exist (hard links,
 /// symbolic links, `./x` and `x`), else the same absolute path.
 func sameFile(_ a: String, _ b: String) -> Bool {

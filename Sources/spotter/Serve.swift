@@ -21,7 +21,12 @@ struct Serve: AsyncParsableCommand {
             POST /api/v1/detect with a picture (the object `spotter detect --json` prints); \
             POST /v1/vision/detection answers as DeepStack does, for Frigate, Home Assistant and \
             Blue Iris. Also /health and /metrics (Prometheus). Binds 127.0.0.1 unless --host says \
-            otherwise, which needs --token. SIGINT and SIGTERM stop it gracefully.
+            otherwise, which needs --token (at least 16 characters; 12 on loopback). Sources \
+            added through the API may be network URLs (rtsp, rtsps, rtmp, http(s), tcp, udp, \
+            srt), cameras (/dev/videoN), or files in the album's uploads, downloaded samples \
+            and --media-dir folders; the config file's sources may name files anywhere. Changes \
+            must come from this server's own pages or a client without Origin (curl, scripts). \
+            SIGINT and SIGTERM stop it gracefully.
 
             A config file (JSON, or YAML) starts sources with the server and names webhooks \
             (each finished clip is POSTed to them as JSON, retried with doubling delays until a \
@@ -40,8 +45,9 @@ struct Serve: AsyncParsableCommand {
             Examples:
               spotter serve --album ~/Clips
               spotter serve --album ~/Clips --config cameras.json --keep-days 14 --keep-gib 50
-              curl -s -d '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
-              spotter serve --album ~/Clips --host 0.0.0.0 --token s3cret
+              spotter serve --album ~/Clips --media-dir ~/Videos     # sources may open videos there
+              curl -s --json '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
+              spotter serve --album ~/Clips --host 0.0.0.0 --token "$(openssl rand -hex 16)"
               spotter serve --album ~/Clips --webhook http://127.0.0.1:9000/clips
               spotter serve --album ~/Clips --faces ~/faces.sqlite     # names on person boxes
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
@@ -74,6 +80,27 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest picture accepted by the detect endpoints, in MiB.")
     var maxUploadMib = 32
 
+    @Option(help: "Most megapixels a posted picture may declare (checked on its header before decoding).")
+    var maxMegapixels: Double = 50
+
+    @Option(name: .customLong("media-dir"), help: "A folder whose videos sources added through the API may open (repeatable; besides uploads and downloaded samples).")
+    var mediaDirs: [String] = []
+
+    @Option(name: .customLong("allowed-hosts"), parsing: .upToNextOption, help: "Host names this server answers to besides its address, localhost, 127.0.0.1 and [::1] (a request naming another is refused).")
+    var allowedHosts: [String] = []
+
+    @Option(help: "The URL people reach this server at, behind a reverse proxy (https://cams.example.com): accepted as its origin.")
+    var publicURL: String?
+
+    @Option(help: "Most GiB the album's uploaded videos may take together.")
+    var maxUploadsGib: Double = 20
+
+    @Option(help: "Most open HTTP connections; more are closed as they arrive.")
+    var maxConnections = 512
+
+    @Option(help: "Seconds a connection may send nothing (headers, body, or between requests) before it is closed.")
+    var idleTimeout: Double = 30
+
     @OptionGroup var detector: DetectorOptions
 
     @OptionGroup(title: "Face recognition (with --faces)") var faceFlags: FaceNamingFlags
@@ -81,6 +108,23 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1...65535") }
         guard maxUploadMib >= 1 else { throw ValidationError("--max-upload-mib must be at least 1") }
+        // The address and token before anything loads (or downloads) a model.
+        do { try ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: "", host: host, port: port, token: token).validate() } catch {
+            throw ValidationError("\(error)")
+        }
+        guard maxConnections >= 1, idleTimeout > 0 else { throw ValidationError("--max-connections and --idle-timeout must be positive") }
+        guard maxMegapixels > 0, maxUploadsGib > 0 else { throw ValidationError("--max-megapixels and --max-uploads-gib must be positive") }
+        for folder in mediaDirs {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+                throw ValidationError("--media-dir \(folder) is not a folder")
+            }
+        }
+        if let publicURL {
+            guard let url = URL(string: publicURL), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw ValidationError("--public-url \(publicURL) is not an http(s) URL like https://cams.example.com")
+            }
+        }
         guard (keepDays ?? 1) > 0, (keepGib ?? 1) > 0 else { throw ValidationError("--keep-days and --keep-gib must be positive") }
         // Before anything loads (or downloads) a model.
         _ = try configFileAndWebhooks()
@@ -109,6 +153,12 @@ struct Serve: AsyncParsableCommand {
         var configuration = ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: try detector.modelPath, detector: options,
                                                 host: host, port: port, token: token)
         configuration.maxUploadBytes = maxUploadMib << 20
+        configuration.pictureLimits = .init(maxPixels: Int(maxMegapixels * 1_000_000))
+        configuration.maxUploadsTotalBytes = Int(maxUploadsGib * 1_073_741_824)
+        configuration.allowedHosts = allowedHosts
+        configuration.maxConnections = maxConnections
+        configuration.idleTimeout = idleTimeout
+        configuration.publicURL = publicURL.flatMap(URL.init(string:))
         configuration.retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
         let (file, webhooks) = try configFileAndWebhooks()
         configuration.sources = file.sources ?? []
@@ -120,6 +170,8 @@ struct Serve: AsyncParsableCommand {
             configuration.refine = { detections, image in try namers.name(detections, in: image) }
         }
         configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: store) }
+        // Sources from the API may open files in these folders (and the album's uploads).
+        configuration.mediaFolders = mediaDirs.map { URL(fileURLWithPath: $0) } + [store.options.root]
         configuration.samples = StoreSamples(store: store)
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let address = "http://\(host):\(port)/live", folder = album

@@ -57,4 +57,20 @@ import TFLiteFormat
             #expect(output.count == 4)
         }
     }
+
+    /// Every hostile fixture (the ones above, and inputs the fuzzer found: `fuzz_*`) reads, checks
+    /// and prepares on both backends, or throws; none traps.
+    @Test func everyHostileFixtureLoadsOrThrows() throws {
+        let folder = Fixtures.committed.appendingPathComponent("invalid")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tflite") }.sorted()
+        #expect(names.count >= 14)
+        for name in names {
+            guard let model = try? Model(contentsOf: folder.appendingPathComponent(name)) else { continue }
+            _ = ModelReport(model: model)
+            _ = try? Interpreter.check(model)
+            for backend in Interpreter.Options.Backend.allCases {
+                _ = try? Interpreter(model: model, options: .init(threadCount: 1, backend: backend, maxArenaBytes: 256 << 20))
+            }
+        }
+    }
 }

@@ -32,6 +32,8 @@ enum ServerFixtures {
         var configuration = ServerConfiguration(album: album, modelPath: Fixtures.detectModel.path, token: token)
         configuration.detector.threadCount = 1
         configuration.maxUploadBytes = 2 << 20
+        // Sources in the tests read the shared videos.
+        configuration.mediaFolders = [Fixtures.shared.appendingPathComponent("videos")]
         return configuration
     }
 
@@ -249,19 +251,19 @@ enum ServerFixtures {
     }
 
     @Test func tokenIsRequiredEverywhereButHealthWhenConfigured() async throws {
-        try await ServerFixtures.application(token: "s3cret").test(.router) { client in
+        try await ServerFixtures.application(token: "s3cret-token-42").test(.router) { client in
             try await client.execute(uri: "/health", method: .get) { #expect($0.status == .ok) }
             try await client.execute(uri: "/api/v1/album", method: .get) { response in
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.wwwAuthenticate] == "Bearer")
             }
             try await client.execute(uri: "/api/v1/album", method: .get, headers: [.authorization: "Bearer wrong"]) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: "/api/v1/album", method: .get, headers: [.authorization: "Bearer s3cret"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/v1/album", method: .get, headers: [.authorization: "Bearer s3cret-token-42"]) { #expect($0.status == .ok) }
             try await client.execute(uri: "/album", method: .get) { response in
-                #expect(response.status == .seeOther && response.headers[.location] == "/login")
+                #expect(response.status == .seeOther && response.headers[.location] == "/login?next=%2Falbum")
             }
             let cookie = try await client.execute(uri: "/login", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
-                                                  body: ByteBuffer(string: "token=s3cret")) { response in
+                                                  body: ByteBuffer(string: "token=s3cret-token-42")) { response in
                 #expect(response.status == .seeOther)
                 return try #require(response.headers[.setCookie]?.split(separator: ";").first.map(String.init))
             }
@@ -274,8 +276,13 @@ enum ServerFixtures {
         var configuration = ServerFixtures.configuration()
         configuration.host = "0.0.0.0"
         #expect(throws: ServerError.tokenRequired(host: "0.0.0.0")) { try configuration.validate() }
-        configuration.token = "t"
+        configuration.token = "fifteen-letters"
+        #expect(throws: ServerError.tokenTooShort(length: 15, minimum: 16)) { try configuration.validate() }
+        configuration.token = "sixteen-letters!"
         try configuration.validate()
+        configuration.host = "127.0.0.1"
+        configuration.token = "a"
+        #expect(throws: ServerError.tokenTooShort(length: 1, minimum: 12)) { try configuration.validate() }
     }
 
     /// Every operation of the OpenAPI document answers with one of its documented statuses.

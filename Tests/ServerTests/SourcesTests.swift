@@ -136,9 +136,15 @@ import TestSupport
                                   ("/api/v1/sources/s99/snapshot.jpg", .get)] {
                 try await client.execute(uri: uri, method: method) { #expect($0.status == .notFound, "\(uri)") }
             }
-            // A source that cannot be opened is listed as failed, with the reader's reason.
+            // A file that does not exist is refused at once, naming it.
+            try await client.execute(uri: "/api/v1/sources", method: .post, headers: json,
+                                     body: try Self.body(["input": "/nonexistent/cam.mp4"])) { response in
+                let error = try ServerFixtures.json(response.body)["error"] as? [String: Any]
+                #expect(response.status == .badRequest && error?["message"] as? String == "input /nonexistent/cam.mp4: no such file")
+            }
+            // A stream that cannot be opened is listed as failed, with the reader's reason.
             let id = try await client.execute(uri: "/api/v1/sources", method: .post, headers: json,
-                                              body: try Self.body(["input": "/nonexistent/cam.mp4"])) { response in
+                                              body: try Self.body(["input": "tcp://127.0.0.1:9/cam"])) { response in
                 try #require(try ServerFixtures.json(response.body)["id"] as? String)
             }
             var status: [String: Any] = [:]
@@ -147,7 +153,7 @@ import TestSupport
                 if status["state"] as? String == "failed" { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(status["state"] as? String == "failed" && (status["message"] as? String ?? "").contains("/nonexistent/cam.mp4"), "\(status)")
+            #expect(status["state"] as? String == "failed" && (status["message"] as? String ?? "").contains("tcp://127.0.0.1:9/cam"), "\(status)")
             try await client.execute(uri: "/api/v1/sources/\(id)/frames/abc.jpg", method: .get) { #expect($0.status == .badRequest) }
             try await client.execute(uri: "/api/v1/sources/\(id)/frames/5.jpg", method: .get) { #expect($0.status == .notFound) }
             try await client.execute(uri: "/api/v1/sources/\(id)", method: .delete) { #expect($0.status == .noContent) }
@@ -228,7 +234,7 @@ final class SampleDouble: SampleLibrary, @unchecked Sendable {
             }
             #expect(paths == [uploads.appendingPathComponent("my_walk.mkv").path, uploads.appendingPathComponent("my_walk-1.mkv").path])
             for path in paths { #expect(try Fixtures.bytes(URL(fileURLWithPath: path)) == video) }
-            try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: ServerFixtures.coffeePNG)) {
+            try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: ServerFixtures.coffeePNG.prefix(4096))) {
                 #expect($0.status == .unsupportedMediaType)
             }
             try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: video + [UInt8](repeating: 0, count: 64))) {

@@ -162,6 +162,7 @@ enum XNNPACKKernels {
         case .uint8:
             guard let fq = ctx.quantization(filter), fq.scales.count == 1 else { return nil }
             let i = try affine(ctx, input), o = try affine(ctx, output)
+            guard requantizes(i.scale, [fq.scale], o.scale) else { return nil }
             let range = try clamp(ctx, output, options.activation)
             let weights = try ctx.constant(filter, as: UInt8.self)
             let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: channels)
@@ -179,6 +180,7 @@ enum XNNPACKKernels {
             let scales = fq.scales.count == 1 ? [Float](repeating: fq.scale, count: channels) : fq.scales
             guard scales.count == channels else { return nil }
             let i = try affine(ctx, input), o = try affine(ctx, output)
+            guard requantizes(i.scale, scales, o.scale) else { return nil }
             let range = try clamp(ctx, output, options.activation)
             let weights = try ctx.constant(filter, as: Int8.self)
             let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: channels)
@@ -191,6 +193,17 @@ enum XNNPACKKernels {
             }, setup: { op, m, p in
                 xnn_setup_convolution2d_nhwc_qc8(op, b, h, w, m.typed(input, Int8.self), m.typed(output, Int8.self), p)
             })
+        }
+    }
+
+    /// Whether XNNPACK's 8-bit convolutions accept these scales: each requantization scale
+    /// (input x filter / output) in [2^-32, 256). Debian's build asserts (aborts) below 2^-32 instead
+    /// of returning an error, so hostile scales must not reach it; the reference kernels take them
+    /// (LiteRT's XNNPACK delegate, too, leaves such operators to its own kernels).
+    static func requantizes(_ input: Float, _ filters: [Float], _ output: Float) -> Bool {
+        filters.allSatisfy { filter in
+            let scale = input * filter / output
+            return scale.isFinite && scale >= 0x1.0p-32 && scale < 256
         }
     }
 
@@ -217,6 +230,7 @@ enum XNNPACKKernels {
         case .uint8:
             guard let fq = ctx.quantization(filter), fq.scales.count == 1 else { return nil }
             let i = try affine(ctx, input), o = try affine(ctx, output), range = try clamp(ctx, output, activation)
+            guard requantizes(i.scale, [fq.scale], o.scale) else { return nil }
             let weights = try ctx.constant(filter, as: UInt8.self)
             let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: units)
             return try XNNPACKKernel(ctx, pool: pool, name: "fully_connected_nc_qu8", create: {
@@ -229,6 +243,7 @@ enum XNNPACKKernels {
         case .int8:
             guard let fq = ctx.quantization(filter), fq.scales.count == 1, fq.zeroPoint == 0 else { return nil }
             let i = try affine(ctx, input), o = try affine(ctx, output), range = try clamp(ctx, output, activation)
+            guard requantizes(i.scale, [fq.scale], o.scale) else { return nil }
             let weights = try ctx.constant(filter, as: Int8.self)
             let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: units)
             return try XNNPACKKernel(ctx, pool: pool, name: "fully_connected_nc_qs8", create: {
