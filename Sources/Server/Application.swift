@@ -44,7 +44,8 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
     }
     services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, logger: logger))
     let connections = OpenConnections(limit: configuration.maxConnections)
-    let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimiter(connections)],
+    let limits = configuration.bodyLimits
+    let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimiter(connections), BodyLimitHandler(limit: limits)],
                                           idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
     return Application(
         router: buildRouter(routes),

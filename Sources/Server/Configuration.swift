@@ -81,6 +81,19 @@ public struct ServerConfiguration: Sendable {
         self.token = token
     }
 
+    /// The largest body each path takes: video uploads, pictures (with room for a multipart
+    /// envelope), and JSON for everything else.
+    public var bodyLimits: @Sendable (String) -> Int {
+        let (videos, pictures, json) = (maxVideoUploadBytes, maxUploadBytes + (64 << 10), maxJSONBytes)
+        return { path in
+            switch path {
+            case "/api/v1/uploads": return videos
+            case "/api/v1/detect", "/v1/vision/detection": return pictures
+            default: return json
+            }
+        }
+    }
+
     /// Whether `host` only accepts connections from this machine.
     public var bindsLoopback: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
