@@ -47,6 +47,9 @@ public final class DetectorPool: @unchecked Sendable {
     /// Detectors in the pool.
     public var count: Int { detectors.count }
 
+    /// The class names the detectors report (the same for all).
+    public var labels: Labels? { detectors.first?.labels }
+
     /// Calls made and seconds spent inside them, over all detectors.
     public var totals: (calls: Int, seconds: Double) {
         lock.withLock { (calls, Double(busyNanoseconds) / 1e9) }

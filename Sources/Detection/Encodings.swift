@@ -16,9 +16,10 @@ public enum ResultEncoding {
         return serialize(object)
     }
 
-    /// A detection as a JSON-ready dictionary (shared with the video and recorder outputs).
+    /// A detection as a JSON-ready dictionary (shared with the video and recorder outputs and the
+    /// server): boxes to 1/1000 pixel, scores to 4 decimals (COCO results keep exact scores).
     public static func detectionObject(_ d: Detection) -> [String: Any] {
-        var object: [String: Any] = ["label": d.label, "class_id": d.classIndex, "score": Double(d.score),
+        var object: [String: Any] = ["label": d.label, "class_id": d.classIndex, "score": round4(Double(d.score)),
          "box": ["xmin": round3(d.box.minX), "ymin": round3(d.box.minY), "xmax": round3(d.box.maxX), "ymax": round3(d.box.maxY)]]
         if let keypoints = d.keypoints { object["keypoints"] = keypoints.map { [round3($0.x), round3($0.y)] } }
         if let identity = d.identity {
@@ -58,4 +59,5 @@ public enum ResultEncoding {
     }
 
     static func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+    static func round4(_ value: Double) -> Double { (value * 10000).rounded() / 10000 }
 }

@@ -1,6 +1,7 @@
 internal import CFFmpeg
 import Foundation
 import Imaging
+import Synchronization
 
 /// Why a media file could not be read or written.
 public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -16,6 +17,8 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooManyPixels(path: String, width: Int, height: Int, limit: Int)
     /// The path names something that is not a regular file (`kind`: "a named pipe", "a folder").
     case notAFile(path: String, kind: String)
+    /// Opening was ended by a ``ReadCancellation`` (a stop request).
+    case cancelled(path: String)
 
     public var description: String {
         switch self {
@@ -33,6 +36,8 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path) declares \(width)x\(height) pixels (\(megapixels(width * height)) megapixels), more than the limit of \(megapixels(limit)) megapixels"
         case .notAFile(let path, let kind):
             return "\(path) is \(kind), not a regular file"
+        case .cancelled(let path):
+            return "opening \(path) was stopped"
         }
     }
 }
@@ -142,6 +147,20 @@ final class CodecContext {
     }
 }
 
+/// Ends a reader's blocking work from another thread: opening (connecting, reading the stream's
+/// header) as well as reading. One cancellation may serve several readers in turn (the
+/// connections of one source); once cancelled it stays cancelled.
+public final class ReadCancellation: Sendable {
+    private let cancelled = Atomic(false)
+
+    public init() {}
+
+    /// Makes every blocking call of the readers that use it return within about 100 ms.
+    public func cancel() { cancelled.store(true, ordering: .releasing) }
+
+    public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+}
+
 /// Lets blocking FFmpeg I/O (connect, read) give up: after a deadline, or when another thread
 /// asks (SIGINT). FFmpeg polls `shouldStop` through the format context's interrupt callback about
 /// every 100 ms while it waits.
@@ -151,6 +170,12 @@ final class IOInterrupt: @unchecked Sendable {
     private var deadline: ContinuousClock.Instant?
     private var interrupted = false
     private var expired = false
+    /// Shared with other readers of the same source; immutable and Sendable.
+    private let cancellation: ReadCancellation?
+
+    init(cancellation: ReadCancellation? = nil) {
+        self.cancellation = cancellation
+    }
 
     /// Starts a deadline `seconds` from now (nil: none) and clears an earlier expiry.
     func arm(_ seconds: Double?) {
@@ -167,14 +192,14 @@ final class IOInterrupt: @unchecked Sendable {
         lock.unlock()
     }
 
-    var wasInterrupted: Bool { lock.withLock { interrupted } }
+    var wasInterrupted: Bool { lock.withLock { interrupted } || (cancellation?.isCancelled ?? false) }
     var hasExpired: Bool { lock.withLock { expired } }
 
     var shouldStop: Bool {
         lock.lock()
         defer { lock.unlock() }
         if let deadline, ContinuousClock.now > deadline { expired = true }
-        return interrupted || expired
+        return interrupted || expired || (cancellation?.isCancelled ?? false)
     }
 
     /// The C callback FFmpeg calls with `Unmanaged.passUnretained(self)` as its argument.
@@ -199,7 +224,7 @@ final class InputContext {
     ///     file or URL it leads to (playlists, redirects, segments), may open. Nil: FFmpeg's default.
     ///   - allowedFormats: FFmpeg's `format_whitelist`: the only demuxers that may read it.
     init(path: String, displayPath: String? = nil, format: String? = nil, interrupt: IOInterrupt = IOInterrupt(), timeout: Double? = nil,
-         allowedProtocols: String? = nil, allowedFormats: String? = nil) throws {
+         allowedProtocols: String? = nil, allowedFormats: String? = nil, formatOptions: [String: String] = [:]) throws {
         let shown = displayPath ?? path
         guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
         var context: UnsafeMutablePointer<AVFormatContext>? = allocated
@@ -210,6 +235,7 @@ final class InputContext {
         defer { av_dict_free(&options) }
         if let allowedProtocols { av_dict_set(&options, "protocol_whitelist", allowedProtocols, 0) }
         if let allowedFormats { av_dict_set(&options, "format_whitelist", allowedFormats, 0) }
+        for (key, value) in formatOptions { av_dict_set(&options, key, value, 0) }
         interrupt.arm(timeout)
         // On failure avformat_open_input frees the context.
         let status = avformat_open_input(&context, path, inputFormat, &options)

@@ -100,6 +100,11 @@ public enum ImageFile {
         guard decoded else { throw MediaError.noFrame(path: path) }
         let image = try rgb(from: frame, path: path)
         var orientation = Orientation.up
+        // A video's display rotation (a phone video's first frame), as the video reader applies it.
+        if let matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, nil) {
+            let degrees = av_display_rotation_get(UnsafeRawPointer(matrix).assumingMemoryBound(to: Int32.self))
+            if degrees.isFinite { orientation = Orientation(rotation: Int((-degrees).rounded())) }
+        }
         if let entry = av_dict_get(frame.pointer.pointee.metadata, "Orientation", nil, 0),
            let value = Int(String(cString: entry.pointee.value).trimmingCharacters(in: .whitespaces)),
            let parsed = Orientation(rawValue: value) {
@@ -125,7 +130,9 @@ public enum ImageFile {
     }
 
     /// FFmpeg's demuxers for the picture formats Spotter reads (no playlists, no image sequences).
-    static let pictureDemuxers = "png_pipe,bmp_pipe,gif,gif_pipe,webp_pipe,tiff_pipe,ppm_pipe,pgm_pipe,pgmyuv_pipe,pbm_pipe,pam_pipe,jpeg_pipe"
+    static let pictureDemuxers = "png_pipe,bmp_pipe,gif,gif_pipe,webp_pipe,tiff_pipe,ppm_pipe,pgm_pipe,pgmyuv_pipe,pbm_pipe,pam_pipe,jpeg_pipe,"
+        // The first frame of a video (`spotter detect clip.mp4`).
+        + "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,flv"
 
     /// The size a picture's header declares, nil when it is not a format Spotter reads.
     public static func header(_ bytes: some RandomAccessCollection<UInt8>) -> PictureHeader? { PictureHeader.read(bytes) }

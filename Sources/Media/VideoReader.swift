@@ -53,6 +53,10 @@ public final class VideoReader {
         public var allowedFormats: String?
         /// Most pixels a frame may have; larger frames are refused by the decoder. Default 50,000,000.
         public var maxPixels = 50_000_000
+        /// Options for FFmpeg's demuxer (`rtsp_transport`: `tcp` or `udp`). Default none; an RTSP
+        /// input without `rtsp_transport` uses TCP (as Frigate does: no frames lost to dropped
+        /// UDP packets or a firewall).
+        public var formatOptions: [String: String] = [:]
 
         public init(openTimeout: Double = 15, readTimeout: Double = 10, decoderThreads: Int = 1) {
             self.openTimeout = openTimeout
@@ -100,7 +104,7 @@ public final class VideoReader {
     /// Packets the demuxer or decoder rejected as damaged and that were skipped.
     public private(set) var damagedPackets = 0
     private let input: InputContext
-    private let interrupt = IOInterrupt()
+    private let interrupt: IOInterrupt
     private let decoder: CodecContext
     private let streamIndex: Int32
     private let timeBase: Double
@@ -114,12 +118,16 @@ public final class VideoReader {
 
     /// Opens `path` (a file, URL or `/dev/videoN`).
     ///
+    /// - Parameter cancellation: ends the open, and later reads, from another thread (a stop
+    ///   request, SIGINT): the open throws ``MediaError/cancelled(path:)``, a read returns nil.
     /// - Throws: ``MediaError``; ``MediaError/timedOut(path:seconds:while:)`` when the source does
     ///   not answer within `options.openTimeout`.
-    public init(path: String, options: Options = Options()) throws {
+    public init(path: String, options: Options = Options(), cancellation: ReadCancellation? = nil) throws {
         try FFmpeg.load { .cannotOpen(path: path, reason: $0) }
         self.path = path
         self.options = options
+        interrupt = IOInterrupt(cancellation: cancellation)
+        if cancellation?.isCancelled == true { throw MediaError.cancelled(path: path) }
         let isDevice = Self.isDevice(path)
         if isDevice, spotter_load_avdevice() != 0 {
             throw MediaError.cannotOpen(path: path, reason: "cameras need libavdevice (apt-get install libavdevice59)")
@@ -135,12 +143,20 @@ public final class VideoReader {
             protocols = options.allowedProtocols ?? "file"
         }
         avformat_network_init()
+        do {
+            var formatOptions = options.formatOptions
+        if ["rtsp", "rtsps"].contains(Self.scheme(of: path) ?? ""), formatOptions["rtsp_transport"] == nil { formatOptions["rtsp_transport"] = "tcp" }
         input = try InputContext(path: opened, displayPath: path, format: isDevice ? "video4linux2" : nil, interrupt: interrupt,
-                                 timeout: options.openTimeout, allowedProtocols: protocols, allowedFormats: options.allowedFormats)
+                                     timeout: options.openTimeout, allowedProtocols: protocols, allowedFormats: options.allowedFormats,
+                                     formatOptions: formatOptions)
+        } catch where interrupt.wasInterrupted {
+            throw MediaError.cancelled(path: path)
+        }
         interrupt.arm(options.openTimeout)
         let probed = avformat_find_stream_info(input.pointer, nil)
         let probeExpired = interrupt.hasExpired
         interrupt.arm(nil)
+        if interrupt.wasInterrupted { throw MediaError.cancelled(path: path) }
         if probed < 0, probeExpired { throw MediaError.timedOut(path: path, seconds: options.openTimeout, while: "reading the stream's header") }
         try FFmpeg.check(probed) { .cannotOpen(path: path, reason: $0) }
         let index = av_find_best_stream(input.pointer, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
@@ -231,7 +247,13 @@ public final class VideoReader {
                 // Damaged container data: the demuxer resynchronises on the next read, up to a point.
                 damagedPackets += 1
                 errors += 1
-                guard errors < Self.maxConsecutiveErrors, input.pointer.pointee.pb == nil || avio_feof(input.pointer.pointee.pb) == 0 else {
+                // avio_feof may read again: under the same deadline as a read.
+                interrupt.arm(options.readTimeout)
+                let ended = input.pointer.pointee.pb != nil && avio_feof(input.pointer.pointee.pb) != 0
+                let feofExpired = interrupt.hasExpired
+                interrupt.arm(nil)
+                if feofExpired { throw MediaError.timedOut(path: path, seconds: options.readTimeout, while: "reading") }
+                guard errors < Self.maxConsecutiveErrors, !ended else {
                     throw MediaError.decodeFailed(path: path, reason: FFmpeg.message(status))
                 }
                 continue

@@ -29,15 +29,24 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     /// The recording was cut short (killed process, full disk) and the clip was indexed later from
     /// what could be decoded; labels and scores are then unknown.
     public var incomplete: Bool = false
+    /// Wall-clock time of the first and last frame (ISO 8601 with the local offset, to the
+    /// millisecond); nil for clips recorded before these were kept, or indexed from what could be
+    /// decoded.
+    public var startedAt: String?
+    public var endedAt: String?
 
     enum CodingKeys: String, CodingKey {
         case id, source, clip, thumbnail, start, end, duration, frames, labels, incomplete
         case bestScore = "best_score"
         case createdAt = "created_at"
+        case startedAt = "started_at"
+        case endedAt = "ended_at"
     }
 
     public init(id: Int64?, source: String, clip: String, thumbnail: String?, start: Double, end: Double, duration: Double, frames: Int,
-                labels: String, bestScore: Double, createdAt: String, incomplete: Bool = false) {
+                labels: String, bestScore: Double, createdAt: String, incomplete: Bool = false, startedAt: String? = nil, endedAt: String? = nil) {
+        self.startedAt = startedAt
+        self.endedAt = endedAt
         self.id = id
         self.source = source
         self.clip = clip
@@ -55,15 +64,43 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
+/// A source `spotter serve` keeps across restarts: its id, its settings (the server's JSON), and
+/// its place in the list.
+public struct StoredSource: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "sources"
+
+    public var id: String
+    /// The source's settings as the server's API shows them (JSON).
+    public var settings: String
+    /// Order of the source list.
+    public var position: Int
+    public var createdAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, settings, position
+        case createdAt = "created_at"
+    }
+
+    public init(id: String, settings: String, position: Int, createdAt: String = Album.timestamp()) {
+        self.id = id
+        self.settings = settings
+        self.position = position
+        self.createdAt = createdAt
+    }
+}
+
 /// Why an album could not be opened or written.
 public enum AlbumError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotCreate(path: String, reason: String)
     case notAnAlbum(path: String, reason: String)
     case indexFailed(path: String, reason: String)
     case cannotReserveClip(path: String, reason: String)
+    /// A clip's file could not be removed; its row is kept, so the album still lists it.
+    case cannotDelete(path: String, reason: String)
 
     public var description: String {
         switch self {
+        case .cannotDelete(let path, let reason): return "cannot delete \(path): \(reason); the clip stays in the album"
         case .cannotCreate(let path, let reason): return "cannot create the album folder \(path): \(reason)"
         case .notAnAlbum(let path, let reason): return "\(path) is not a usable album: \(reason)"
         case .indexFailed(let path, let reason): return "cannot update the album index \(path): \(reason)"
@@ -118,10 +155,23 @@ public struct Retention: Sendable, Equatable {
 
 /// What ``Album/repair()`` did.
 public struct AlbumRepair: Sendable {
-    /// Clips without an index row that could be decoded, now indexed as incomplete.
+    /// Clips without an index row, now indexed: from the record written beside them when it is
+    /// there (complete, with labels), else from what could be decoded (incomplete).
     public var adopted: [ClipEntry] = []
     /// Clip files without a row and without a decodable frame, removed (relative paths).
     public var removed: [String] = []
+    /// Rows whose clip file is gone, dropped (relative paths).
+    public var forgotten: [String] = []
+}
+
+/// How a damaged index was replaced when the album was opened.
+public struct IndexRecovery: Sendable, Equatable {
+    /// Where the damaged index was moved (never deleted).
+    public var keptAs: String
+    /// What was wrong with it.
+    public var reason: String
+    /// Clips indexed again from their own files.
+    public var rebuilt: Int
 }
 
 /// A folder of clips (`clips/`), thumbnails (`thumbnails/`, 320 px wide, with a full-size
@@ -134,7 +184,9 @@ public struct AlbumRepair: Sendable {
 public final class Album: @unchecked Sendable {
     // `sequence` is guarded by `lock`; everything else is immutable or thread-safe (GRDB's pool).
     public let directory: URL
-    private let database: DatabasePool
+    private let database: DatabaseReader & DatabaseWriter
+    /// Set when the index was damaged and has been rebuilt from the clips on opening.
+    public private(set) var recovery: IndexRecovery?
     private let runStamp: String
     private let lock = NSLock()
     private var sequence = 0
@@ -174,21 +226,79 @@ public final class Album: @unchecked Sendable {
         }
         defer { close(lockDescriptor) }  // and so unlocked
         while flock(lockDescriptor, LOCK_EX) != 0 && errno == EINTR {}
+        var damage: (keptAs: String, reason: String)?
         do {
-            database = try DatabasePool(path: indexPath, configuration: configuration)
-            try database.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    try Self.createSchema(db)
-                    return .commit
-                }
-            }
+            database = try Self.openIndex(indexPath, configuration: configuration)
         } catch {
+            // A damaged index (garbage, a zeroed page, truncation, a schema of other columns) is
+            // kept aside, never deleted, and a new one is built from the clips' own records.
+            let reason = Self.reason(error)
+            let kept = "\(indexPath).damaged-\(UTCTime.compact(Date()))"
+            guard rename(indexPath, kept) == 0 else {
+                throw AlbumError.notAnAlbum(path: indexPath, reason: "\(reason), and it cannot be moved aside: \(String(cString: strerror(errno)))")
+            }
+            for suffix in ["-wal", "-shm"] { _ = rename(indexPath + suffix, kept + suffix) }
+            damage = (kept, reason)
+            do { database = try Self.openIndex(indexPath, configuration: configuration) } catch {
+                throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
+            }
+        }
+        runStamp = UTCTime.compact(Date())
+        if let damage {
+            let report = try repair()
+            recovery = IndexRecovery(keptAs: damage.keptAs, reason: damage.reason, rebuilt: report.adopted.count)
+        }
+    }
+
+    /// Opens a read-only album (a folder on read-only media, or another user's): the index is
+    /// copied to a private temporary folder and read there; nothing in the album is written.
+    ///
+    /// - Throws: ``AlbumError/notAnAlbum(path:reason:)``.
+    public init(readingOnly directory: URL) throws {
+        self.directory = directory
+        let indexPath = directory.appendingPathComponent("index.sqlite").path
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-album-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: indexPath + suffix) {
+                try FileManager.default.copyItem(atPath: indexPath + suffix, toPath: copy.appendingPathComponent("index.sqlite" + suffix).path)
+            }
+            var configuration = Configuration()
+            configuration.readonly = true
+            database = try DatabaseQueue(path: copy.appendingPathComponent("index.sqlite").path, configuration: configuration)
+            _ = try database.read { db in try ClipEntry.fetchCount(db) }
+        } catch {
+            try? FileManager.default.removeItem(at: copy)
             throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
         }
+        temporaryCopy = copy
         runStamp = UTCTime.compact(Date())
     }
 
-    /// The clips table, and the `incomplete` column albums made before it lack.
+    /// The private copy of a read-only album's index, removed with the album.
+    private var temporaryCopy: URL?
+
+    deinit {
+        if let temporaryCopy { try? FileManager.default.removeItem(at: temporaryCopy) }
+    }
+
+    /// Opens the index, creating or updating its tables, and checks it (`PRAGMA quick_check`).
+    private static func openIndex(_ path: String, configuration: Configuration) throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try pool.writeWithoutTransaction { db in
+            let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
+            guard check == ["ok"] else { throw AlbumError.notAnAlbum(path: path, reason: "SQLite finds it damaged: \(check.prefix(3).joined(separator: "; "))") }
+            try db.inTransaction(.immediate) {
+                try Self.createSchema(db)
+                return .commit
+            }
+        }
+        return pool
+    }
+
+    /// The clips table, and the `incomplete`, `started_at` and `ended_at` columns albums made
+    /// before them lack. A clips table without the columns every version had is not an index
+    /// this program can use (an old or foreign schema): it is treated as damaged.
     private static func createSchema(_ db: Database) throws {
         try db.create(table: ClipEntry.databaseTableName, options: .ifNotExists) { t in
             t.autoIncrementedPrimaryKey("id")
@@ -203,9 +313,55 @@ public final class Album: @unchecked Sendable {
             t.column("best_score", .double).notNull()
             t.column("created_at", .text).notNull()
             t.column("incomplete", .boolean).notNull().defaults(to: false)
+            t.column("started_at", .text)
+            t.column("ended_at", .text)
         }
-        if try !db.columns(in: ClipEntry.databaseTableName).contains(where: { $0.name == "incomplete" }) {
+        let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
+        let required: Set = ["id", "source", "clip", "thumbnail", "start", "end", "duration", "frames", "labels", "best_score", "created_at"]
+        let missing = required.subtracting(columns)
+        guard missing.isEmpty else {
+            throw AlbumError.notAnAlbum(path: "index.sqlite", reason: "its clips table lacks \(missing.sorted().joined(separator: ", "))")
+        }
+        if !columns.contains("incomplete") {
             try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: "incomplete", .boolean).notNull().defaults(to: false) }
+        }
+        for column in ["started_at", "ended_at"] where !columns.contains(column) {
+            try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: column, .text) }
+        }
+        try db.create(table: StoredSource.databaseTableName, options: .ifNotExists) { t in
+            t.primaryKey("id", .text)
+            t.column("settings", .text).notNull()
+            t.column("position", .integer).notNull()
+            t.column("created_at", .text).notNull()
+        }
+    }
+
+    // MARK: Sources of `spotter serve`
+
+    /// The sources kept for the next start, in list order.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func storedSources() throws -> [StoredSource] {
+        do { return try database.read { db in try StoredSource.order(Column("position"), Column("id")).fetchAll(db) } } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
+    }
+
+    /// Keeps `source` (replacing one with its id).
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func store(_ source: StoredSource) throws {
+        do { try database.write { db in try source.save(db) } } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
+    }
+
+    /// Forgets the source with `id`.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func forgetSource(id: String) throws {
+        do { _ = try database.write { db in try StoredSource.deleteOne(db, key: id) } } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
         }
     }
 
@@ -298,25 +454,55 @@ public final class Album: @unchecked Sendable {
     /// such clip.
     ///
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    ///
+    /// The clip's file goes first: when it cannot be removed (no permission), the row stays and the
+    /// clip stays listed, so a repair never brings back a clip the user was told is gone.
     @discardableResult
     public func delete(id: Int64) throws -> Bool {
-        let entry: ClipEntry?
-        do {
-            entry = try database.write { db -> ClipEntry? in
-                guard let entry = try ClipEntry.fetchOne(db, key: id) else { return nil }
-                try entry.delete(db)
-                return entry
-            }
-        } catch {
-            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        let indexPath = directory.appendingPathComponent("index.sqlite").path
+        let found: ClipEntry?
+        do { found = try database.read { db in try ClipEntry.fetchOne(db, key: id) } } catch {
+            throw AlbumError.indexFailed(path: indexPath, reason: Self.reason(error))
         }
-        guard let entry else { return false }
-        var files = [entry.clip]
+        guard let entry = found else { return false }
+        let clipPath = directory.appendingPathComponent(entry.clip).path
+        if unlink(clipPath) != 0 && errno != ENOENT { throw AlbumError.cannotDelete(path: clipPath, reason: String(cString: strerror(errno))) }
+        var others = [Self.recordPath(of: entry.clip)]
         if let thumbnail = entry.thumbnail {
-            files += [thumbnail, (thumbnail as NSString).deletingPathExtension + "-full.jpg"]
+            others += [thumbnail, (thumbnail as NSString).deletingPathExtension + "-full.jpg"]
         }
-        for file in files { try? FileManager.default.removeItem(at: directory.appendingPathComponent(file)) }
+        for file in others { try? FileManager.default.removeItem(at: directory.appendingPathComponent(file)) }
+        do { _ = try database.write { db in try ClipEntry.deleteOne(db, key: id) } } catch {
+            throw AlbumError.indexFailed(path: indexPath, reason: Self.reason(error))
+        }
         return true
+    }
+
+    /// Where a clip's record (its index row as JSON) is kept beside it: `clips/NAME.json`.
+    static func recordPath(of clip: String) -> String { (clip as NSString).deletingPathExtension + ".json" }
+
+    /// Writes a finished clip's record beside it (write, then rename), so a clip whose row is lost
+    /// or delayed is indexed again with its labels and times.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func writeRecord(_ entry: ClipEntry) throws {
+        let path = directory.appendingPathComponent(Self.recordPath(of: entry.clip))
+        var record = entry
+        record.id = nil
+        do {
+            try JSONEncoder().encode(record).write(to: path, options: .atomic)
+        } catch {
+            throw AlbumError.indexFailed(path: path.path, reason: Self.reason(error))
+        }
+    }
+
+    /// The record written beside `clip`, if any.
+    func record(of clip: String) -> ClipEntry? {
+        let path = directory.appendingPathComponent(Self.recordPath(of: clip))
+        guard let data = try? Data(contentsOf: path), var entry = try? JSONDecoder().decode(ClipEntry.self, from: data),
+              entry.clip == clip else { return nil }
+        entry.id = nil
+        return entry
     }
 
     /// Deletes clips (file, thumbnail, snapshot and row together) that `retention` no longer keeps:
@@ -402,15 +588,25 @@ public final class Album: @unchecked Sendable {
             duration: lastTime + 1 / rate, frames: frames, labels: "", bestScore: 0, createdAt: Self.timestamp(), incomplete: true))
     }
 
-    /// Finds clip files without an index row (left by a killed run or a full disk) that no
-    /// running recorder holds, indexes the readable ones as incomplete, and removes the others.
+    /// Finds clip files without an index row (left by a killed run, a full disk, an index that was
+    /// locked too long or damaged) that no running recorder holds: those with a record beside them
+    /// are indexed from it, the other readable ones as incomplete, and the others removed. Rows
+    /// whose file is gone are dropped.
     ///
     /// - Throws: ``AlbumError``.
     @discardableResult
     public func repair() throws -> AlbumRepair {
-        let indexed = Set(try clips().map(\.clip))
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("clips").path)) ?? []
+        let rows = try clips()
         var report = AlbumRepair()
+        for entry in rows where !FileManager.default.fileExists(atPath: directory.appendingPathComponent(entry.clip).path) {
+            guard let id = entry.id else { continue }
+            do { _ = try database.write { db in try ClipEntry.deleteOne(db, key: id) } } catch {
+                throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+            }
+            report.forgotten.append(entry.clip)
+        }
+        let indexed = Set(rows.map(\.clip))
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("clips").path)) ?? []
         for name in names.sorted() where name.hasSuffix(".mp4") && !indexed.contains("clips/\(name)") {
             let clip = "clips/\(name)"
             // A recorder holds its clip's lock until the row is written: skip those.
@@ -418,7 +614,13 @@ public final class Album: @unchecked Sendable {
             guard descriptor >= 0 else { continue }
             defer { close(descriptor) }
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
-            if let entry = try adopt(clip) { report.adopted.append(entry) } else { report.removed.append(clip) }
+            if let recorded = record(of: clip) {
+                report.adopted.append(try add(recorded))
+            } else if let entry = try adopt(clip) {
+                report.adopted.append(entry)
+            } else {
+                report.removed.append(clip)
+            }
         }
         return report
     }
@@ -449,12 +651,13 @@ public final class Album: @unchecked Sendable {
         return String(input[..<input.index(after: colon)]) + "***" + String(input[at...])
     }
 
-    static func timestamp() -> String {
+    public static func timestamp() -> String {
         UTCTime.iso8601(Date())
     }
 
     /// One sentence for a Foundation or SQLite error.
     static func reason(_ error: Error) -> String {
+        if let error = error as? AlbumError { return "\(error)" }
         if let error = error as? DatabaseError { return error.message ?? "\(error)" }
         let ns = error as NSError
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {

@@ -46,6 +46,10 @@ public final class ClipSession: @unchecked Sendable {
 
     /// Clips indexed so far (complete or not).
     public private(set) var clipsFinished = 0
+    /// Finished clips whose index row could not be written yet (the index locked by another
+    /// program for longer than its busy timeout): tried again after each later clip and at
+    /// ``finish()``; each has its record beside it, so a repair indexes it with its labels.
+    public private(set) var pendingRows: [ClipEntry] = []
 
     private struct OpenClip {
         /// Created at the first frame, when the frame size is known.
@@ -56,6 +60,9 @@ public final class ClipSession: @unchecked Sendable {
         var labels: Set<String> = []
         var bestScore: Float = -1
         var bestFrame: Image?
+        /// Wall-clock time of the first and last frame written.
+        var startedAt: Date?
+        var endedAt: Date?
     }
 
     public init(album: Album, source: String, options: Options, events: @escaping @Sendable (RecorderEvent) -> Void) throws {
@@ -84,7 +91,8 @@ public final class ClipSession: @unchecked Sendable {
         }
     }
 
-    /// Closes the open clip, if any (end of input, SIGINT, SIGTERM).
+    /// Closes the open clip, if any (end of input, SIGINT, SIGTERM), and tries once more to write
+    /// the rows still pending.
     public func finish() throws {
         do {
             try perform(recorder.finish())
@@ -92,7 +100,12 @@ public final class ClipSession: @unchecked Sendable {
             salvage()
             throw error
         }
+        try indexPending()
     }
+
+    /// Clips left on disk without an index row (a full disk took the row too): `album repair`
+    /// indexes them once there is room. Relative paths.
+    public private(set) var unindexed: [String] = []
 
     /// After a failed write: closes what can be closed of the open clip and indexes what of it is
     /// readable as incomplete, or removes it.
@@ -100,7 +113,11 @@ public final class ClipSession: @unchecked Sendable {
         guard let clip = current else { return }
         current = nil
         try? clip.writer?.finish()
-        if (try? album.adopt(clip.reservation.clip, source: source, start: clip.start)) != nil { clipsFinished += 1 }
+        do {
+            if try album.adopt(clip.reservation.clip, source: source, start: clip.start) != nil { clipsFinished += 1 }
+        } catch {
+            unindexed.append(clip.reservation.clip)
+        }
         clip.reservation.release()
     }
 
@@ -135,6 +152,8 @@ public final class ClipSession: @unchecked Sendable {
         }
         try clip.writer!.write(image, time: time)
         clip.end = time
+        if clip.startedAt == nil { clip.startedAt = item.decodedAt }
+        clip.endedAt = item.decodedAt
         for d in detections {
             clip.labels.insert(d.label)
             if d.score > clip.bestScore {
@@ -161,12 +180,33 @@ public final class ClipSession: @unchecked Sendable {
         }
         current = nil
         defer { clip.reservation.release() }
-        let entry = try album.add(ClipEntry(
+        let entry = ClipEntry(
             id: nil, source: source, clip: clip.reservation.clip, thumbnail: thumbnail, start: clip.start, end: clip.end,
             duration: clip.end - clip.start + 1 / options.frameRate, frames: writer.framesWritten,
             labels: clip.labels.sorted().joined(separator: ","), bestScore: Double(max(clip.bestScore, 0)),
-            createdAt: Album.timestamp()))
-        clipsFinished += 1
-        events(.clipFinished(entry))
+            createdAt: Album.timestamp(), startedAt: clip.startedAt.map(UTCTime.iso8601WithOffset),
+            endedAt: clip.endedAt.map(UTCTime.iso8601WithOffset))
+        // The record beside the clip first: a row that cannot be written now is not lost.
+        try album.writeRecord(entry)
+        pendingRows.append(entry)
+        try indexPending()
+    }
+
+    /// Writes the rows of finished clips that are still waiting; a row that fails stays pending.
+    private func indexPending() throws {
+        var waiting: [ClipEntry] = []
+        for entry in pendingRows {
+            do {
+                let added = try album.add(entry)
+                clipsFinished += 1
+                events(.clipFinished(added))
+            } catch let error as AlbumError {
+                // The index is busy or damaged: the clip and its record stay; a later try or a
+                // repair adds the row.
+                guard case .indexFailed = error else { throw error }
+                waiting.append(entry)
+            }
+        }
+        pendingRows = waiting
     }
 }

@@ -10,10 +10,22 @@ import Media
 /// A file ends at its last frame (or starts over with ``Options/loop``). A live source that ends
 /// or stalls either ends the run (``SourceRunError/streamEnded(frames:)``) or, with
 /// ``Options/reconnect``, finishes the open clip, waits 1, 2, 4 ... ``Options/maxBackoff``
-/// seconds, and opens it again until ``stop()``.
+/// seconds, and opens it again until ``stopRequested`` is set. With `reconnect`, a live source
+/// that cannot be opened at all yet (a camera that is down, a stream not started) is waited for
+/// the same way, reported as ``State/waiting``.
+///
+/// ```
+///            open fails (live, reconnect)          stream ends or stalls (reconnect)
+///   opening ──────────────────────────▶ waiting ◀──────────────────────── running
+///      │  ▲                                │ backoff 1, 2, 4 ... 30 s          ▲
+///      │  └────────────────────────────────┘                                   │
+///      └──────────────── opened ───────────────────────────────────────────────┘
+///   running ──end of file──▶ finished      any state ──stopRequested──▶ stopped
+///   opening ──fails (file, or no reconnect)──▶ failed
+/// ```
 ///
 /// ```swift
-/// let run = SourceRun(input: "rtsp://cam.local/live", options: .init(reconnect: true), recorder: session,
+/// let run = SourceRun(input: "rtsp://cam.local/live", options: .init(reconnect: true), recorder: { info in session(for: info) },
 ///                     detect: { try detector.detect($0.image).detections }, events: { print($0) })
 /// let stats = try run.run()   // blocks; run.stopRequested.set() from another thread ends it
 /// ```
@@ -44,7 +56,8 @@ public final class SourceRun {
 
     /// Where a run is.
     public enum State: String, Codable, Sendable {
-        case opening, running, reconnecting, finished, stopped, failed
+        /// Connecting or opening; `waiting` between attempts.
+        case opening, waiting, running, reconnecting, finished, stopped, failed
     }
 
     /// What a run reports, in order, from its threads.
@@ -65,25 +78,69 @@ public final class SourceRun {
     /// open clip is finished, and ``run()`` returns.
     public let stopRequested: StopFlag
     private let control: Control
-    private let recorder: ClipSession?
+    /// Ends a blocking open or read of this run's readers when a stop is requested.
+    private let cancellation: ReadCancellation
+    private let makeRecorder: (VideoReader.Info) throws -> ClipSession?
+    private var recorder: ClipSession?
     private let detect: (VideoFrame) throws -> [Detection]
     private let events: @Sendable (Event) -> Void
 
     /// - Parameters:
     ///   - input: a file, URL or `/dev/videoN` (sample names are resolved by the caller).
-    ///   - recorder: records clips of matching frames; nil to only detect.
+    ///   - recorder: makes the clip recorder once the source is first opened (its frame rate and
+    ///     frame size known); returns nil to only detect.
     ///   - detect: runs on the run's detect thread, one frame at a time.
     ///   - events: called on the run's threads; keep it short.
-    public init(input: String, options: Options = Options(), recorder: ClipSession?,
+    public init(input: String, options: Options = Options(), recorder: @escaping (VideoReader.Info) throws -> ClipSession?,
                 detect: @escaping (VideoFrame) throws -> [Detection], events: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.input = input
         self.options = options
-        self.recorder = recorder
+        makeRecorder = recorder
         self.detect = detect
         self.events = events
-        let control = Control()
+        let control = Control(), cancellation = ReadCancellation()
         self.control = control
-        stopRequested = StopFlag(onSet: { control.stop() })
+        self.cancellation = cancellation
+        stopRequested = StopFlag(onSet: {
+            cancellation.cancel()
+            control.stop()
+        })
+    }
+
+    /// A run whose recorder exists before the source is opened (nil: detect only).
+    public convenience init(input: String, options: Options = Options(), recorder: ClipSession?,
+                            detect: @escaping (VideoFrame) throws -> [Detection], events: @escaping @Sendable (Event) -> Void = { _ in }) {
+        self.init(input: input, options: options, recorder: { _ in recorder }, detect: detect, events: events)
+    }
+
+    /// Whether `input` names a source that delivers frames as they happen and may come back: a
+    /// network stream or a camera (files never come back by waiting).
+    public static func isLive(_ input: String) -> Bool {
+        VideoReader.isDevice(input) || ["rtsp", "rtsps", "rtmp", "rtmps", "udp", "rtp", "srt", "tcp", "http", "https"]
+            .contains(VideoReader.scheme(of: input) ?? "")
+    }
+
+    /// Opens the input; with ``Options/reconnect``, a live input that cannot be opened yet is tried
+    /// again after 1, 2, 4 ... ``Options/maxBackoff`` seconds (``State/waiting``) until it opens or
+    /// a stop is requested.
+    ///
+    /// - Returns: the reader, or nil when a stop was requested first.
+    /// - Throws: ``MediaError`` for an input that cannot be opened and is not waited for.
+    private func open() throws -> VideoReader? {
+        var backoff = 1.0
+        while !stopRequested.isSet {
+            events(.state(.opening, message: nil))
+            do {
+                return try VideoReader(path: input, options: options.reader, cancellation: cancellation)
+            } catch {
+                if stopRequested.isSet { return nil }
+                guard options.reconnect, Self.isLive(input) else { throw error }
+                events(.state(.waiting, message: "\(error); next attempt in \(Int(backoff)) s"))
+                guard control.wait(seconds: backoff) else { return nil }
+                backoff = min(backoff * 2, options.maxBackoff)
+            }
+        }
+        return nil
     }
 
     /// Reads, detects and records until the end of a file, ``stop()``, or a failure. Blocks.
@@ -100,13 +157,24 @@ public final class SourceRun {
         var timeOffset = 0.0
         var reader: VideoReader
         if let opened { reader = opened } else {
-            events(.state(.opening, message: nil))
-            do { reader = try VideoReader(path: input, options: options.reader) } catch {
+            let first: VideoReader?
+            do { first = try open() } catch {
                 events(.state(.failed, message: "\(error)"))
                 throw error
             }
+            guard let first else {
+                events(.state(.stopped, message: nil))
+                return total
+            }
+            reader = first
+        }
+        do { recorder = try makeRecorder(reader.info) } catch {
+            events(.state(.failed, message: "\(error)"))
+            throw error
         }
         var backoff = 1.0
+        // The time of the last frame consumed (the pipeline's threads write it).
+        let lastTime = Locked(0.0)
         while true {
             events(.opened(reader.info))
             events(.state(.running, message: nil))
@@ -114,9 +182,11 @@ public final class SourceRun {
             control.attach(pipeline.stopRequested)
             var failure: Error?
             let offset = timeOffset
-            let lastTime = LastTime()
+            // The connection's counters as it goes: a failed connection's frames still count.
+            let connection = Locked(PipelineStats())
+            var stats: PipelineStats
             do {
-                let stats = try pipeline.run(
+                stats = try pipeline.run(
                     detect: detect,
                     consume: { [recorder, events] item in
                         var item = item
@@ -125,23 +195,29 @@ public final class SourceRun {
                         events(.frame(item))
                         try recorder?.consume(item)
                     },
-                    progress: { [events] in events(.progress($0)) })
-                events(.progress(stats))
-                total.received += stats.received
-                total.processed += stats.processed
-                total.dropped += stats.dropped
-                total.elapsed += stats.elapsed
-                total.inferenceMilliseconds = stats.inferenceMilliseconds
+                    progress: { [events] in
+                        connection.value = $0
+                        events(.progress($0))
+                    })
             } catch {
                 failure = error
+                stats = connection.value
             }
+            events(.progress(stats))
+            total.received += stats.received
+            total.processed += stats.processed
+            total.dropped += stats.dropped
+            total.elapsed += stats.elapsed
+            total.inferenceMilliseconds = stats.inferenceMilliseconds
             if stopRequested.isSet { break }
             if !reader.info.isLive {
                 if let failure { return try end(.failed, throwing: failure) }
                 guard options.loop, total.processed > 0 else { break }
                 // The next pass continues the clock one frame after this one's last frame.
                 timeOffset = lastTime.value + 1 / (reader.info.frameRate ?? 25)
-                do { reader = try VideoReader(path: input, options: options.reader) } catch { return try end(.failed, throwing: error) }
+                do { reader = try VideoReader(path: input, options: options.reader, cancellation: cancellation) } catch {
+                    return try end(.failed, throwing: error)
+                }
                 continue
             }
             guard options.reconnect else {
@@ -149,17 +225,23 @@ public final class SourceRun {
             }
             // A live source that ended or stalled: finish the open clip, then reconnect with backoff.
             do { try recorder?.finish() } catch { return try end(.failed, throwing: error) }
+            let lost = ContinuousClock.now
             events(.state(.reconnecting, message: "\(failure.map { "\($0)" } ?? "the stream ended"); reconnecting in \(Int(backoff)) s"))
             var reopened: VideoReader?
             while reopened == nil, control.wait(seconds: backoff) {
                 backoff = min(backoff * 2, options.maxBackoff)
-                do { reopened = try VideoReader(path: input, options: options.reader) } catch {
+                do { reopened = try VideoReader(path: input, options: options.reader, cancellation: cancellation) } catch {
+                    if stopRequested.isSet { break }
                     events(.state(.reconnecting, message: "\(error); next attempt in \(Int(backoff)) s"))
                 }
             }
             guard let reopened else { break }
             reader = reopened
             backoff = 1
+            // A new connection's timestamps start again at 0: its frames continue the run's clock
+            // after the time spent away, so positions in the source never go back.
+            let away = lost.duration(to: .now)
+            timeOffset = lastTime.value + max(1 / (reader.info.frameRate ?? 25), Double(away.components.seconds) + Double(away.components.attoseconds) * 1e-18)
         }
         do { try recorder?.finish() } catch {
             events(.state(.failed, message: "\(error)"))
@@ -174,17 +256,6 @@ public final class SourceRun {
         try? recorder?.finish()
         events(.state(state, message: "\(error)"))
         throw error
-    }
-
-    /// The time of the last frame consumed, read after the pipeline's threads ended.
-    private final class LastTime: @unchecked Sendable {
-        // Guarded by `lock`.
-        private let lock = NSLock()
-        private var stored = 0.0
-        var value: Double {
-            get { lock.withLock { stored } }
-            set { lock.withLock { stored = newValue } }
-        }
     }
 
     /// The stop flag of the current connection and the wait between connections.

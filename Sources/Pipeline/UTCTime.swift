@@ -20,6 +20,21 @@ enum UTCTime {
             + "\(pad(Int(t.tm_hour), 2))\(pad(Int(t.tm_min), 2))\(pad(Int(t.tm_sec), 2)).\(pad(milliseconds, 3))Z"
     }
 
+    /// `2026-11-23T15:30:05.123+01:00`: the local time with its offset from UTC, to the millisecond
+    /// (what the API and webhooks give as a clip's `started_at` and `ended_at`).
+    static func iso8601WithOffset(_ date: Date) -> String {
+        let since1970 = date.timeIntervalSince1970
+        var seconds = time_t(since1970.rounded(.down))
+        var t = tm()
+        localtime_r(&seconds, &t)
+        let milliseconds = min(999, max(0, Int((since1970 - Double(seconds)) * 1000)))
+        let offset = Int(t.tm_gmtoff) / 60
+        let sign = offset < 0 ? "-" : "+"
+        return "\(pad(Int(t.tm_year) + 1900, 4))-\(pad(Int(t.tm_mon) + 1, 2))-\(pad(Int(t.tm_mday), 2))T"
+            + "\(pad(Int(t.tm_hour), 2)):\(pad(Int(t.tm_min), 2)):\(pad(Int(t.tm_sec), 2)).\(pad(milliseconds, 3))"
+            + "\(sign)\(pad(abs(offset) / 60, 2)):\(pad(abs(offset) % 60, 2))"
+    }
+
     /// The date of an ``iso8601(_:)`` string; nil for anything else.
     static func parseISO8601(_ text: String) -> Date? {
         let bytes = Array(text.utf8)

@@ -25,11 +25,22 @@ struct AccessMiddleware: RouterMiddleware {
     let token: String?
     let sessions: Sessions
     let limiter: LoginLimiter
+    /// The largest picture body (with its multipart envelope) the detect endpoints take.
+    let pictureBodyLimit: Int
 
     /// Paths open without the token.
     static func isOpen(_ path: String) -> Bool { path == "/health" || path == "/api/v1/health" || path == "/login" }
 
+    /// The `api_key` form field of a multipart DeepStack request (the body is collected, within the
+    /// picture limit, and stays readable by the route).
+    func deepStackKey(_ request: inout Request) async throws -> String? {
+        guard let boundary = Multipart.boundary(contentType: request.headers[.contentType] ?? "") else { return nil }
+        let body = try await request.collectBody(upTo: pictureBodyLimit)
+        return Multipart.field("api_key", in: Array(buffer: body), boundary: boundary).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     func handle(_ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        var request = request
         if let host = request.head.authority, !hosts.allows(host: host) {
             throw HTTPError(.misdirectedRequest, message: "this server does not answer to \(host.prefix(200)); \(hosts.hint)")
         }
@@ -46,6 +57,9 @@ struct AccessMiddleware: RouterMiddleware {
                     limiter.recordFailure(client)
                     throw HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Bearer"], message: "wrong token")
                 }
+                authenticatedByBearer = true
+            } else if path == "/v1/vision/detection", let key = try await deepStackKey(&request), constantTimeEquals(key, token) {
+                // DeepStack's clients (Frigate, Home Assistant) send the key as the form field api_key.
                 authenticatedByBearer = true
             } else if !sessions.isValid(Sessions.id(in: request.headers[.cookie])) {
                 if request.method == .get && !path.hasPrefix("/api/") && !path.hasPrefix("/v1/") && !path.hasPrefix("/media/") {

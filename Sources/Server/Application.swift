@@ -33,7 +33,8 @@ public struct ServerContext: RequestContext {
 /// ```
 ///
 /// - Throws: ``ServerError``, ``AlbumError``, detector errors.
-public func buildApplication(configuration: ServerConfiguration, logger: Logger = Logger(label: "spotter.serve")) async throws -> some ApplicationProtocol {
+public func buildApplication(configuration: ServerConfiguration, logger: Logger = Logger(label: "spotter.serve"),
+                             onListening: @escaping @Sendable () -> Void = {}) async throws -> some ApplicationProtocol {
     try configuration.validate()
     let routes = try Routes(configuration: configuration)
     // The service group stops when any service returns, so the webhook service runs only when
@@ -52,6 +53,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
         server: .http1(configuration: http),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "spotter"),
         services: services,
+        onServerRunning: { _ in onListening() },
         logger: logger)
 }
 
@@ -65,19 +67,13 @@ struct SourcesService: Service {
     let logger: Logger
 
     func run() async throws {
-        for spec in initial {
-            do {
-                let source = try hub.add(spec, origin: .config)
-                logger.info("source \(source.id): \(spec.input)")
-            } catch {
-                logger.error("source \(spec.input): \(error)")
-            }
-        }
+        for (input, error) in hub.restore(config: initial) { logger.error("source \(input): \(error)") }
+        for source in hub.list() { logger.info("source \(source.id) (\(source.origin.rawValue)): \(source.shownInput)") }
         let pruning = Task { [hub, retention, logger] in
             while !retention.isEmpty && !Task.isCancelled {
                 do {
                     for entry in try hub.album.prune(retention) {
-                        hub.events.publish("clip_deleted", ["clip": clipObject(entry), "reason": "retention"])
+                        hub.events.publish("clip_deleted", ["clip": clipObject(entry, base: hub.publicBase), "reason": "retention"])
                     }
                 } catch {
                     logger.error("retention: \(error)")
@@ -94,13 +90,12 @@ struct SourcesService: Service {
 /// Builds the application and runs it until SIGINT or SIGTERM (graceful shutdown through
 /// swift-service-lifecycle, as Hummingbird's `runService` sets it up).
 ///
-/// - Parameter started: called once the application is built, before it listens.
+/// - Parameter listening: called once the server listens on its address (not when binding fails).
 /// - Throws: ``ServerError``, ``AlbumError``, detector errors, and bind failures.
-public func serve(configuration: ServerConfiguration, started: @Sendable () -> Void = {}) async throws {
+public func serve(configuration: ServerConfiguration, listening: @escaping @Sendable () -> Void = {}) async throws {
     var logger = Logger(label: "spotter.serve")
     logger.logLevel = .info
-    let application = try await buildApplication(configuration: configuration, logger: logger)
-    started()
+    let application = try await buildApplication(configuration: configuration, logger: logger, onListening: listening)
     try await application.runService()
 }
 
@@ -114,7 +109,8 @@ func buildRouter(_ routes: Routes) -> Router<ServerContext> {
     let configuration = routes.configuration
     let router = Router(context: ServerContext.self)
     router.add(middleware: JSONErrorMiddleware())
-    router.add(middleware: AccessMiddleware(hosts: routes.hosts, token: configuration.token, sessions: routes.sessions, limiter: routes.limiter))
+    router.add(middleware: AccessMiddleware(hosts: routes.hosts, token: configuration.token, sessions: routes.sessions, limiter: routes.limiter,
+                                            pictureBodyLimit: configuration.maxUploadBytes + (64 << 10)))
     routes.register(on: router)
     return router
 }
@@ -126,7 +122,10 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPResponseError {
             let message = (error as? HTTPError)?.body ?? "\(error.status.reasonPhrase)"
-            var response = jsonResponse(["error": ["status": Int(error.status.code), "message": message]], status: error.status)
+            // DeepStack's clients read {"success": false, "error": "..."}.
+            let object: [String: Any] = request.uri.path.hasPrefix("/v1/vision/")
+                ? ["success": false, "error": message, "duration": 0] : ["error": ["status": Int(error.status.code), "message": message]]
+            var response = jsonResponse(object, status: error.status)
             if let http = error as? HTTPError {
                 for field in http.headers where field.name != .contentType && field.name != .contentLength { response.headers.append(field) }
             }

@@ -22,9 +22,12 @@ public struct ServerConfiguration: Sendable {
     public var token: String?
     /// The detection model for the detect endpoints.
     public var modelPath: String
-    /// Detector settings (backend, labels; `threadCount` detectors of one thread each run requests
-    /// side by side); the threshold and classes come with each request.
+    /// Detector settings (backend, labels, resizing, normalization; `threadCount` detectors of one
+    /// thread each run requests side by side).
     public var detector: ObjectDetector.Options
+    /// The threshold, classes and result count of the detect endpoints and new sources (`serve
+    /// --threshold`, `--classes`, `--max-results`); requests and sources may ask for others.
+    public var defaults = DetectionDefaults()
     /// Largest upload accepted, in bytes. Default 32 MiB.
     public var maxUploadBytes = 32 << 20
     /// Largest video upload (`POST /api/v1/uploads`), in bytes. Default 2 GiB.
@@ -94,6 +97,23 @@ public struct ServerConfiguration: Sendable {
         }
     }
 
+    /// The address webhooks and events name the server by: `publicURL`, else `http://HOST:PORT`
+    /// with the bind address (this machine's name when bound to every interface).
+    public var externalBase: String {
+        if let publicURL {
+            let text = publicURL.absoluteString
+            return text.hasSuffix("/") ? String(text.dropLast()) : text
+        }
+        var name = host
+        if host == "0.0.0.0" || host == "::" {
+            var buffer = [CChar](repeating: 0, count: 256)
+            name = gethostname(&buffer, buffer.count) == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "localhost"
+        } else if host.contains(":") {
+            name = "[\(host)]"
+        }
+        return "http://\(name):\(port)"
+    }
+
     /// Whether `host` only accepts connections from this machine.
     public var bindsLoopback: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
@@ -121,6 +141,8 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     case tokenRequired(host: String)
     case tokenTooShort(length: Int, minimum: Int)
     case badWebhook(WebhookError)
+    /// A detection setting the model cannot honour (a class it does not have).
+    case badDetectionSettings(String)
 
     public var description: String {
         switch self {
@@ -130,6 +152,8 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the token has \(length) characters; it needs at least \(minimum) (for example: openssl rand -hex 16)"
         case .badWebhook(let error):
             return "\(error)"
+        case .badDetectionSettings(let reason):
+            return reason
         }
     }
 }

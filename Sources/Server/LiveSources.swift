@@ -12,9 +12,9 @@ public struct SourceSpec: Codable, Sendable, Equatable {
     public var input: String
     /// Record clips of matching frames into the album. Default true.
     public var record: Bool?
-    /// Labels to detect and record; default `["person"]`, `[]` for every class.
+    /// Labels to detect and record; default `serve --classes`, else `["person"]`; `[]` for every class.
     public var classes: [String]?
-    /// Lowest score kept, 0.05...1. Default 0.5.
+    /// Lowest score kept, 0.05...1. Default `serve --threshold` (0.5).
     public var threshold: Float?
     /// Play a file at the pace of its timestamps, as a camera would deliver it (frames dropped while
     /// the detector is busy). Default false: a file is a job processed as fast as the cores allow.
@@ -28,9 +28,18 @@ public struct SourceSpec: Codable, Sendable, Equatable {
     /// (``RectangleDetector/Options``): listed in the detection events, outlined in the live view
     /// and on snapshots. Default false.
     public var rectangles: Bool?
+    /// Kept in the list but not read. Default false.
+    public var paused: Bool?
+    /// RTSP only: `tcp` (the default, as Frigate uses: no packets lost to a firewall) or `udp`.
+    public var rtspTransport: String?
+
+    enum CodingKeys: String, CodingKey {
+        case input, record, classes, threshold, realtime, loop, trigger, rectangles, paused
+        case rtspTransport = "rtsp_transport"
+    }
 
     public init(input: String, record: Bool? = nil, classes: [String]? = nil, threshold: Float? = nil, realtime: Bool? = nil, loop: Bool? = nil,
-                trigger: String? = nil, rectangles: Bool? = nil) {
+                trigger: String? = nil, rectangles: Bool? = nil, paused: Bool? = nil, rtspTransport: String? = nil) {
         self.input = input
         self.record = record
         self.classes = classes
@@ -39,13 +48,16 @@ public struct SourceSpec: Codable, Sendable, Equatable {
         self.loop = loop
         self.trigger = trigger
         self.rectangles = rectangles
+        self.paused = paused
+        self.rtspTransport = rtspTransport
     }
 
     /// Whether only strangers' faces open clips.
     var recordsStrangersOnly: Bool { trigger == "unknown-face" }
 
+    /// - Parameter labels: the detector's class names; a class not among them is refused.
     /// - Throws: a message for the API's 400 answer.
-    func validate() throws {
+    func validate(labels: Labels?) throws {
         guard !input.trimmingCharacters(in: .whitespaces).isEmpty, input.utf8.count <= 4096 else {
             throw SpecError("input must be a file, URL, /dev/videoN or sample name (at most 4096 bytes)")
         }
@@ -53,14 +65,75 @@ public struct SourceSpec: Codable, Sendable, Equatable {
         if let classes, classes.count > 100 || classes.contains(where: { $0.isEmpty || $0.count > 100 }) {
             throw SpecError("classes must be up to 100 non-empty labels")
         }
+        if let classes, let labels { try Self.checkClasses(classes, labels: labels) }
         if let trigger, !["detection", "unknown-face"].contains(trigger) {
             throw SpecError("trigger must be detection or unknown-face")
         }
+        if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) { throw SpecError("rtsp_transport must be tcp or udp") }
+    }
+
+    /// Throws naming the classes `labels` does not have, and the ones it has.
+    static func checkClasses(_ classes: [String], labels: Labels) throws {
+        let unknown = classes.filter { labels.classIndex(named: $0) == nil }
+        guard unknown.isEmpty else {
+            let known = labels.lines.filter { $0 != "???" }
+            throw SpecError("no class named \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")) in the model's labels; they are: \(known.joined(separator: ", "))")
+        }
+    }
+
+    /// The spec with the fields `patch` sets replaced.
+    func merging(_ patch: SourcePatch) -> SourceSpec {
+        var spec = self
+        if let value = patch.record { spec.record = value }
+        if let value = patch.classes { spec.classes = value }
+        if let value = patch.threshold { spec.threshold = value }
+        if let value = patch.realtime { spec.realtime = value }
+        if let value = patch.loop { spec.loop = value }
+        if let value = patch.trigger { spec.trigger = value }
+        if let value = patch.rectangles { spec.rectangles = value }
+        if let value = patch.paused { spec.paused = value }
+        if let value = patch.rtspTransport { spec.rtspTransport = value }
+        return spec
     }
 
     struct SpecError: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
+    }
+}
+
+/// What `PATCH /api/v1/sources/{id}` changes: any of a source's settings but its input.
+public struct SourcePatch: Codable, Sendable, Equatable {
+    public var record: Bool?
+    public var classes: [String]?
+    public var threshold: Float?
+    public var realtime: Bool?
+    public var loop: Bool?
+    public var trigger: String?
+    public var rectangles: Bool?
+    public var paused: Bool?
+    public var rtspTransport: String?
+
+    enum CodingKeys: String, CodingKey {
+        case record, classes, threshold, realtime, loop, trigger, rectangles, paused
+        case rtspTransport = "rtsp_transport"
+    }
+}
+
+/// The detection settings of `spotter serve` (its `--threshold`, `--classes`, `--max-results`):
+/// the defaults of the detect endpoints and of new sources.
+public struct DetectionDefaults: Sendable, Equatable {
+    /// Lowest score kept. Default 0.5.
+    public var threshold: Float = 0.5
+    /// Classes the detect endpoints keep (nil: all) and new sources record (nil: person).
+    public var classes: [String]?
+    /// Most detections a detect endpoint answers (nil: all; DeepStack's answer at most 20).
+    public var maxResults: Int?
+
+    public init(threshold: Float = 0.5, classes: [String]? = nil, maxResults: Int? = nil) {
+        self.threshold = threshold
+        self.classes = classes
+        self.maxResults = maxResults
     }
 }
 
@@ -70,6 +143,8 @@ public struct SourceSpec: Codable, Sendable, Equatable {
 final class LiveSource: @unchecked Sendable {
     let id: String
     let spec: SourceSpec
+    /// Where the source was given: the API (kept across restarts) or the config file.
+    let origin: SourcePolicy.Origin
     /// The input as opened (a sample's name resolved to its cached file, a file to its real path).
     let path: String
     /// What the reader may open for it (``SourcePolicy``).
@@ -110,45 +185,50 @@ final class LiveSource: @unchecked Sendable {
     /// Signalled when the run's thread ends.
     private let ended = DispatchSemaphore(value: 0)
 
-    init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved) {
+    /// The server's address for URLs in events and webhooks (``ServerConfiguration/externalBase``).
+    let publicBase: String
+
+    init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved, origin: SourcePolicy.Origin, defaults: DetectionDefaults, publicBase: String) {
         self.id = id
+        self.publicBase = publicBase
         self.spec = spec
         self.access = access
+        self.origin = origin
         self.path = access.input
-        let classes = spec.classes ?? ["person"]
+        let classes = spec.classes ?? defaults.classes ?? ["person"]
         self.classes = classes.isEmpty ? nil : Set(classes.map { $0.lowercased() })
-        threshold = spec.threshold ?? 0.5
+        threshold = spec.threshold ?? defaults.threshold
         albumSource = Album.sourceName(path)
     }
 
+    /// The input as people may see it: a password in its URL as `***`.
+    var shownInput: String { Album.redactingPassword(spec.input) }
+
     /// Starts the run on a thread of its own: opens the input, then reads, detects on the shared
-    /// pool and records until stopped (a file until its end).
+    /// pool and records until stopped (a file until its end). A paused source does not start.
     func start(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub) {
+        guard !(spec.paused ?? false) else {
+            ended.signal()
+            return
+        }
         let thread = Thread { [self] in
             defer { ended.signal() }
             update(state: .opening, message: nil, events: events)
             var readerOptions = VideoReader.Options(openTimeout: 15, readTimeout: 10)
             readerOptions.allowedProtocols = access.allowedProtocols
             readerOptions.allowedFormats = access.allowedFormats
-            let reader: VideoReader
-            do { reader = try VideoReader(path: path, options: readerOptions) } catch {
-                update(state: .failed, message: "\(error)", events: events)
-                return
-            }
-            var recorder: ClipSession?
-            if spec.record ?? true {
-                do {
-                    var sessionOptions = ClipSession.Options(frameRate: reader.info.frameRate ?? 25)
-                    if spec.recordsStrangersOnly {
-                        // The live view still shows everyone; only strangers open and keep clips.
-                        sessionOptions.triggers = { $0.isStranger }
-                    }
-                    recorder = try ClipSession(album: album, source: albumSource, options: sessionOptions,
-                                               events: { [self] event in recorderEvent(event, events: events) })
-                } catch {
-                    update(state: .failed, message: "\(error)", events: events)
-                    return
+            if let transport = spec.rtspTransport { readerOptions.formatOptions["rtsp_transport"] = transport }
+            let record = spec.record ?? true, strangersOnly = spec.recordsStrangersOnly, albumSource = albumSource
+            // The recorder is made once the source opens (a camera that is down is waited for).
+            let makeRecorder: (VideoReader.Info) throws -> ClipSession? = { [self] info in
+                guard record else { return nil }
+                var sessionOptions = ClipSession.Options(frameRate: info.frameRate ?? 25)
+                if strangersOnly {
+                    // The live view still shows everyone; only strangers open and keep clips.
+                    sessionOptions.triggers = { $0.isStranger }
                 }
+                return try ClipSession(album: album, source: albumSource, options: sessionOptions,
+                                       events: { [self] event in recorderEvent(event, events: events) })
             }
             var options = SourceRun.Options(reconnect: true, loop: spec.loop ?? false, reader: readerOptions)
             options.pipeline.realTime = spec.realtime ?? false
@@ -156,7 +236,7 @@ final class LiveSource: @unchecked Sendable {
             // Vision's defaults, which are valid.
             let rectangleDetector = (spec.rectangles ?? false) ? try? RectangleDetector(options: .init(retriesAtFinerScale: false)) : nil
             let run = SourceRun(
-                input: path, options: options, recorder: recorder,
+                input: path, options: options, recorder: makeRecorder,
                 detect: { [self] frame in
                     // Refining (face recognition) and rectangles hold the detector too: one budget for all.
                     try pool.withDetector { detector in
@@ -181,7 +261,7 @@ final class LiveSource: @unchecked Sendable {
             }
             if stopNow { run.stopRequested.set() }
             // A failure was reported as the `failed` state with its message.
-            _ = try? run.run(opened: reader)
+            _ = try? run.run()
         }
         thread.name = "spotter.source.\(id)"
         thread.start()
@@ -289,7 +369,7 @@ final class LiveSource: @unchecked Sendable {
                 recording = false
                 clips += 1
             }
-            events.publish("clip_finished", source: id, ["clip": clipObject(entry)])
+            events.publish("clip_finished", source: id, ["clip": clipObject(entry, base: publicBase)])
         }
     }
 
@@ -331,19 +411,23 @@ final class LiveSource: @unchecked Sendable {
     func status() -> [String: Any] {
         lock.withLock {
             var object: [String: Any] = [
-                "id": id, "input": spec.input, "state": state.rawValue, "record": spec.record ?? true,
-                "classes": classes.map { $0.sorted() } ?? [], "threshold": Double(threshold),
+                "id": id, "input": shownInput, "state": (spec.paused ?? false) ? "paused" : state.rawValue, "record": spec.record ?? true,
+                "origin": origin.rawValue, "paused": spec.paused ?? false, "trigger": spec.trigger ?? "detection",
+                "classes": classes.map { $0.sorted() } ?? [], "threshold": round4(Double(threshold)),
                 "kind": info.map { $0.isLive ? "live" : "file" } ?? (spec.input.contains("://") || spec.input.hasPrefix("/dev/") ? "live" : "file"),
                 "realtime": spec.realtime ?? false, "loop": spec.loop ?? false, "rectangles": spec.rectangles ?? false,
                 "recording": recording, "clips": clips, "frames": frames,
                 "received": stats.received, "processed": stats.processed, "dropped": stats.dropped,
                 "fps": round1(stats.fps), "inference_ms": round1(stats.inferenceMilliseconds),
                 "snapshot_url": "/api/v1/sources/\(id)/snapshot.jpg", "album_source": albumSource,
+                "rtsp_transport": spec.rtspTransport ?? "tcp",
             ]
             if let message { object["message"] = message }
             if let info {
-                object["width"] = info.width
-                object["height"] = info.height
+                // As displayed: a phone video's rotation applied.
+                let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
+                object["width"] = upright.width
+                object["height"] = upright.height
                 if let rate = info.frameRate { object["frame_rate"] = round1(rate) }
             }
             if let fraction = progressFraction { Self.addProgress(fraction, elapsed: stats.elapsed, to: &object) }
@@ -365,18 +449,24 @@ final class SourceHub: @unchecked Sendable {
     let events: EventHub
     private let resolve: @Sendable (String) throws -> String
     let policy: SourcePolicy
-    // `sources`, `order`, `next` and `closed` are guarded by `lock`.
+    let defaults: DetectionDefaults
+    /// The server's address for URLs in events and webhooks.
+    let publicBase: String
+    // `sources`, `order`, `next`, `nextConfig` and `closed` are guarded by `lock`.
     private let lock = NSLock()
     private var sources: [String: LiveSource] = [:]
     private var order: [String] = []
     private var next = 1
+    private var nextConfig = 1
     private var closed = false
     /// Most sources at once.
     static let limit = 64
 
     init(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub, resolve: @escaping @Sendable (String) throws -> String,
-         policy: SourcePolicy) {
+         policy: SourcePolicy, defaults: DetectionDefaults, publicBase: String) {
         self.policy = policy
+        self.defaults = defaults
+        self.publicBase = publicBase
         self.album = album
         self.pool = pool
         self.refine = refine
@@ -385,36 +475,120 @@ final class SourceHub: @unchecked Sendable {
     }
 
     enum AddError: Error, CustomStringConvertible {
-        case invalid(String), tooMany, shuttingDown
+        case invalid(String), tooMany, shuttingDown, notFound(String), cannotStore(String)
 
         var description: String {
             switch self {
             case .invalid(let message): return message
             case .tooMany: return "at most \(SourceHub.limit) sources run at once; remove one first"
             case .shuttingDown: return "the server is shutting down"
+            case .notFound(let id): return "no source \(id)"
+            case .cannotStore(let reason): return "the source runs, but cannot be kept for the next start: \(reason)"
             }
         }
     }
 
-    /// Starts a source.
-    ///
-    /// - Throws: ``AddError``.
-    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin) throws -> LiveSource {
-        do { try spec.validate() } catch { throw AddError.invalid("\(error)") }
+    /// Checks `spec` and what its input may open.
+    private func prepare(_ spec: SourceSpec, origin: SourcePolicy.Origin) throws -> SourcePolicy.Resolved {
+        do { try spec.validate(labels: pool.labels) } catch { throw AddError.invalid("\(error)") }
         if spec.recordsStrangersOnly && refine == nil { throw AddError.invalid("trigger unknown-face needs spotter serve --faces GALLERY") }
-        let access: SourcePolicy.Resolved
-        do { access = try policy.check(try resolve(spec.input), origin: origin) } catch { throw AddError.invalid("\(error)") }
+        do { return try policy.check(try resolve(spec.input), origin: origin) } catch { throw AddError.invalid("\(error)") }
+    }
+
+    /// Starts a source; one from the API is kept in the album's index for the next start.
+    ///
+    /// - Parameter id: the id to use (a restored source's); default the next free one.
+    /// - Throws: ``AddError``.
+    @discardableResult
+    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil) throws -> LiveSource {
+        let access = try prepare(spec, origin: origin)
         let source: LiveSource = try lock.withLock {
             guard !closed else { throw AddError.shuttingDown }
             guard sources.count < Self.limit else { throw AddError.tooMany }
-            let source = LiveSource(id: "s\(next)", spec: spec, access: access)
-            next += 1
+            let chosen: String
+            if let id {
+                chosen = id
+                if id.hasPrefix("s"), let number = Int(id.dropFirst()) { next = max(next, number + 1) }
+            } else if origin == .config {
+                chosen = "c\(nextConfig)"
+                nextConfig += 1
+            } else {
+                chosen = "s\(next)"
+                next += 1
+            }
+            let source = LiveSource(id: chosen, spec: spec, access: access, origin: origin, defaults: defaults, publicBase: publicBase)
             sources[source.id] = source
             order.append(source.id)
             return source
         }
+        if origin == .api {
+            do { try keep(source) } catch {
+                lock.withLock {
+                    sources[source.id] = nil
+                    order.removeAll { $0 == source.id }
+                }
+                throw error
+            }
+        }
         source.start(album: album, pool: pool, refine: refine, events: events)
-        events.publish("source_added", source: source.id, ["input": spec.input])
+        events.publish("source_added", source: source.id, ["input": source.shownInput])
+        return source
+    }
+
+    /// Writes an API source's settings to the album's index.
+    private func keep(_ source: LiveSource) throws {
+        let position = lock.withLock { order.firstIndex(of: source.id) ?? order.count }
+        do {
+            let settings = String(decoding: try JSONEncoder().encode(source.spec), as: UTF8.self)
+            try album.store(StoredSource(id: source.id, settings: settings, position: position))
+        } catch {
+            throw AddError.cannotStore("\(error)")
+        }
+    }
+
+    /// Starts the config file's sources (ids `c1`, `c2`...) and the sources the API added before
+    /// the last stop, with their ids and settings (paused ones stay paused). Returns what could not
+    /// be started, with why.
+    func restore(config: [SourceSpec]) -> [(input: String, error: Error)] {
+        var failures: [(String, Error)] = []
+        for spec in config {
+            do { try add(spec, origin: .config) } catch { failures.append((Album.redactingPassword(spec.input), error)) }
+        }
+        let stored: [StoredSource]
+        do { stored = try album.storedSources() } catch { return failures + [("the album's sources", error)] }
+        for entry in stored {
+            do {
+                let spec = try JSONDecoder().decode(SourceSpec.self, from: Data(entry.settings.utf8))
+                try add(spec, origin: .api, id: entry.id)
+            } catch {
+                failures.append((entry.id, error))
+            }
+        }
+        return failures
+    }
+
+    /// Changes a source's settings: it stops (its open clip finished and indexed) and starts again
+    /// with them under the same id, unless paused; an API source's new settings are kept.
+    ///
+    /// - Throws: ``AddError``.
+    func update(_ id: String, with patch: SourcePatch) async throws -> LiveSource {
+        guard let old = source(id) else { throw AddError.notFound(id) }
+        let spec = old.spec.merging(patch)
+        let access = try prepare(spec, origin: old.origin)
+        await old.stop()
+        let source = LiveSource(id: id, spec: spec, access: access, origin: old.origin, defaults: defaults, publicBase: publicBase)
+        try lock.withLock {
+            guard !closed else { throw AddError.shuttingDown }
+            sources[id] = source
+        }
+        // Kept first: a change that cannot be stored is still applied (the old run has stopped).
+        var stored: Error?
+        if source.origin == .api {
+            do { try keep(source) } catch { stored = error }
+        }
+        source.start(album: album, pool: pool, refine: refine, events: events)
+        events.publish("source_changed", source: id, [:])
+        if let stored { throw stored }
         return source
     }
 
@@ -422,12 +596,15 @@ final class SourceHub: @unchecked Sendable {
 
     func list() -> [LiveSource] { lock.withLock { order.compactMap { sources[$0] } } }
 
-    /// Stops a source (its open clip is finished and indexed) and forgets it.
-    func remove(_ id: String) async -> Bool {
+    /// Stops a source (its open clip is finished and indexed) and forgets it, also for the next start.
+    func remove(_ id: String) async throws -> Bool {
         guard let source = lock.withLock({ sources.removeValue(forKey: id) }) else { return false }
         lock.withLock { order.removeAll { $0 == id } }
         await source.stop()
         events.publish("source_removed", source: id, [:])
+        if source.origin == .api {
+            do { try album.forgetSource(id: id) } catch { throw AddError.cannotStore("\(error)") }
+        }
         return true
     }
 
@@ -446,17 +623,26 @@ final class SourceHub: @unchecked Sendable {
 
 func round1(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 
-/// A clip as the API shows it.
-func clipObject(_ clip: ClipEntry) -> [String: Any] {
+/// `value` to the millisecond (times in seconds).
+func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+/// `value` to 4 decimals (scores).
+func round4(_ value: Double) -> Double { (value * 10000).rounded() / 10000 }
+
+/// A clip as the API, events and webhooks show it: times to the millisecond, scores to 4
+/// decimals, wall-clock `started_at`/`ended_at`, and URLs under `base` (`https://cams.example.com`;
+/// empty for paths on this server).
+func clipObject(_ clip: ClipEntry, base: String = "") -> [String: Any] {
     let name = URL(fileURLWithPath: clip.clip).lastPathComponent
     var object: [String: Any] = [
-        "id": clip.id ?? 0, "source": clip.source, "start": clip.start, "end": clip.end, "duration": clip.duration,
-        "frames": clip.frames, "labels": clip.labels.split(separator: ",").map(String.init), "best_score": clip.bestScore,
-        "incomplete": clip.incomplete, "created_at": clip.createdAt, "url": "/media/clips/\(name)",
+        "id": clip.id ?? 0, "source": clip.source, "start": round3(clip.start), "end": round3(clip.end), "duration": round3(clip.duration),
+        "frames": clip.frames, "labels": clip.labels.split(separator: ",").map(String.init), "best_score": round4(clip.bestScore),
+        "incomplete": clip.incomplete, "created_at": clip.createdAt, "url": base + "/media/clips/\(name)",
+        "started_at": clip.startedAt ?? NSNull(), "ended_at": clip.endedAt ?? NSNull(),
     ]
     if let thumbnail = clip.thumbnail {
-        object["thumbnail_url"] = "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).lastPathComponent)"
-        object["snapshot_url"] = "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).deletingPathExtension().lastPathComponent)-full.jpg"
+        object["thumbnail_url"] = base + "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).lastPathComponent)"
+        object["snapshot_url"] = base + "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).deletingPathExtension().lastPathComponent)-full.jpg"
     }
     return object
 }

@@ -8,7 +8,7 @@ enum Pages {
           input, select, button { font: inherit; padding: 4px 8px; background: #222; color: #eee; border: 1px solid #444; border-radius: 4px; }
           button { cursor: pointer; }
           main { padding: 16px 20px; }
-          #clips { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 14px; }
+          #clips { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(260px, 100%), 1fr)); gap: 14px; }
           .clip { background: #1b1b1b; border-radius: 6px; overflow: hidden; }
           .clip img { width: 100%; display: block; aspect-ratio: 16 / 9; object-fit: cover; background: #000; cursor: pointer; }
           .clip .info { padding: 8px 10px; font-size: 13px; color: #bbb; }
@@ -19,20 +19,42 @@ enum Pages {
           #player video { max-width: 100%; max-height: 70vh; background: #000; }
           a { color: #7cc4ff; }
           nav a { margin-right: 12px; }
-          #sources { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 14px; }
+          #sources { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(420px, 100%), 1fr)); gap: 14px; }
           #sources.single { grid-template-columns: minmax(0, 960px); }
           .source { background: #1b1b1b; border-radius: 6px; overflow: hidden; }
           .view { position: relative; background: #000; line-height: 0; }
           .view img { width: 100%; display: block; }
           .box { position: absolute; border: 2px solid #39f; box-sizing: border-box; pointer-events: none; line-height: 1.2; }
           .box span { position: absolute; left: -2px; top: -20px; background: #39f; color: #fff; font-size: 12px; padding: 1px 4px; white-space: nowrap; }
+          /* No room above the box (a person close to the camera): the label goes inside it. */
+          .box.inside span { top: 0; left: 0; }
           .quads { position: absolute; left: 0; top: 0; pointer-events: none; }
           .quads polygon { fill: none; stroke: #f5c518; stroke-width: 2; }
           .rec { position: absolute; top: 8px; left: 8px; background: #c00; color: #fff; font: 600 12px/1 system-ui; padding: 4px 8px; border-radius: 3px; line-height: 1; }
           .source .info { padding: 8px 10px; font-size: 13px; color: #bbb; display: flex; gap: 12px; flex-wrap: wrap; align-items: center; }
           .source .name { color: #fff; font-weight: 600; }
-          .state-failed, .state-reconnecting { color: #f0a030; }
-          progress { width: 160px; }
+          .state-failed, .state-reconnecting, .state-waiting { color: #f0a030; }
+          .state-paused { color: #999; }
+          progress { width: 160px; max-width: 100%; }
+          .error { color: #f66; }
+          .controls { display: flex; gap: 6px; flex-wrap: wrap; }
+          .edit { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; width: 100%; }
+          .edit[hidden] { display: none; }
+          .table-scroll { overflow-x: auto; max-width: 100%; }
+          /* Phones (360-430 px): one column, nothing wider than the screen. */
+          * { box-sizing: border-box; }
+          img, video, svg { max-width: 100%; }
+          @media (max-width: 600px) {
+            header { padding: 10px 12px; gap: 8px; }
+            main { padding: 10px 12px; }
+            header form, header label { width: 100%; display: flex; gap: 6px; flex-wrap: wrap; align-items: center; }
+            header input:not([type=checkbox]) { flex: 1 1 140px; min-width: 0; width: 100%; }
+            #player video { max-height: 50vh; }
+            table, thead, tbody, tr, td, th { display: block; width: 100%; }
+            thead { display: none; }
+            tr { border-bottom: 1px solid #333; padding: 6px 0; }
+            td, th { border: none !important; padding: 3px 0 !important; }
+          }
         </style>
         """
 
@@ -55,6 +77,8 @@ enum Pages {
           <div id="clips"></div>
           <p><button id="more" hidden>More</button></p>
           <p id="empty" hidden>No clips yet. Record some with <code>spotter record INPUT --album DIR</code>.</p>
+          <p id="nomatch" hidden>No clips match these filters.</p>
+          <p class="note">Times are in your browser's time zone (<span id="zone"></span>).</p>
         </main>
         <script>
         let next = null;
@@ -88,7 +112,11 @@ enum Pages {
           labels.className = "labels";
           labels.textContent = (clip.labels.join(", ") || "unlabelled") + (clip.best_score ? " " + Math.round(clip.best_score * 100) + "%" : "");
           const times = document.createElement("div");
-          times.textContent = clip.created_at.replace("T", " ").replace("Z", "") + " · " + clip.duration.toFixed(1) + " s · " + clip.frames + " frames";
+          // Wall-clock time in the browser's zone: when the clip began (older clips: when it was written).
+          const when = new Date(clip.started_at || clip.created_at);
+          times.className = "when";
+          times.dataset.time = when.toISOString();
+          times.textContent = when.toLocaleString() + " · " + clip.duration.toFixed(1) + " s · " + clip.frames + " frames";
           const source = document.createElement("div");
           source.textContent = clip.source;
           info.append(labels, times, source);
@@ -114,8 +142,12 @@ enum Pages {
           for (const clip of body.clips) $("clips").append(card(clip));
           next = body.next;
           $("more").hidden = !next;
-          $("empty").hidden = $("clips").children.length > 0;
+          const none = $("clips").children.length === 0;
+          const filtered = ["label", "source", "from", "to"].some((key) => $(key).value);
+          $("empty").hidden = !(none && !filtered);
+          $("nomatch").hidden = !(none && filtered);
         }
+        $("zone").textContent = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
         for (const [key, value] of new URLSearchParams(location.search)) if ($(key)) $(key).value = value;
         $("apply").onclick = () => load(query(), true);
         $("more").onclick = () => next && load(next, false);
@@ -175,14 +207,49 @@ enum Pages {
           c.state = document.createElement("span");
           c.stats = document.createElement("span"); c.stats.className = "stats";
           c.progress = document.createElement("progress"); c.progress.max = 100; c.progress.hidden = true;
-          const remove = document.createElement("button"); remove.textContent = "Remove";
-          remove.onclick = async () => { await fetch("/api/v1/sources/" + status.id, { method: "DELETE" }); refresh(); };
+          const controls = document.createElement("span"); controls.className = "controls";
+          c.pause = document.createElement("button"); c.pause.className = "pause";
+          c.pause.onclick = async () => { await change(c, { paused: !c.status.paused }); };
+          const edit = document.createElement("button"); edit.textContent = "Edit"; edit.className = "edit-button";
+          const remove = document.createElement("button"); remove.textContent = "Remove"; remove.className = "remove";
+          remove.onclick = async () => {
+            if (!confirm("Remove " + status.id + " (" + status.input + ")? Its open clip is finished and kept.")) return;
+            const r = await fetch("/api/v1/sources/" + status.id, { method: "DELETE" });
+            if (!r.ok) { c.error.textContent = (await r.json()).error.message; return; }
+            refresh();
+          };
+          controls.append(c.pause, edit, remove);
           c.clips = document.createElement("a"); c.clips.className = "clips";
           c.clips.href = "/album?source=" + encodeURIComponent(status.album_source || status.input);
-          info.append(name, c.state, c.progress, c.stats, c.clips, remove);
+          // Edit in place: classes, threshold, recording.
+          c.form = document.createElement("form"); c.form.className = "edit"; c.form.hidden = true;
+          c.form.innerHTML = '<label>Classes <input name="classes" placeholder="person, car (empty: all)"></label>'
+            + '<label>Threshold <input name="threshold" type="number" min="0.05" max="1" step="0.05"></label>'
+            + '<label><input name="record" type="checkbox"> record</label><button>Save</button>';
+          edit.onclick = () => {
+            c.form.hidden = !c.form.hidden;
+            c.form.classes.value = (c.status.classes || []).join(", ");
+            c.form.threshold.value = c.status.threshold;
+            c.form.record.checked = c.status.record;
+          };
+          c.form.onsubmit = async (e) => {
+            e.preventDefault();
+            const classes = c.form.classes.value.split(",").map((x) => x.trim()).filter((x) => x);
+            if (await change(c, { classes, threshold: Number(c.form.threshold.value), record: c.form.record.checked })) c.form.hidden = true;
+          };
+          c.error = document.createElement("span"); c.error.className = "error";
+          info.append(name, c.state, c.progress, c.stats, c.clips, controls, c.error, c.form);
           c.root.append(c.view, info);
           $("sources").append(c.root);
           return c;
+        }
+        async function change(c, patch) {
+          c.error.textContent = "";
+          const r = await fetch("/api/v1/sources/" + c.id, { method: "PATCH", headers: { "Content-Type": "application/json" },
+            body: JSON.stringify(patch) });
+          if (!r.ok) { c.error.textContent = (await r.json()).error.message; return false; }
+          refresh();
+          return true;
         }
         function drawBoxes(c, d) {
           const scale = c.img.clientWidth / d.width;
@@ -203,6 +270,7 @@ enum Pages {
             box.dataset.frame = d.frame;
             box.style.left = (x0 * scale) + "px"; box.style.top = (y0 * scale) + "px";
             box.style.width = ((x1 - x0) * scale) + "px"; box.style.height = ((y1 - y0) * scale) + "px";
+            if (y0 * scale < 20) box.classList.add("inside");
             const tag = document.createElement("span");
             const who = det.identity ? (det.identity.name ?? "unknown") + " · " : "";
             tag.textContent = who + det.label + " " + Math.round(det.score * 100) + "%";
@@ -249,6 +317,8 @@ enum Pages {
             if (only && status.id !== only) continue;
             seen.add(status.id);
             const c = cards[status.id] || (cards[status.id] = card(status));
+            c.status = status;
+            c.pause.textContent = status.paused ? "Resume" : "Pause";
             c.state.textContent = status.state + (status.message ? ": " + status.message : "");
             c.state.className = "state-" + status.state;
             c.rec.hidden = !status.recording;
@@ -264,7 +334,7 @@ enum Pages {
           else if (e.type === "clip_started") { if (c) c.rec.hidden = false; }
           else if (e.type === "clip_finished") { if (c) { c.rec.hidden = true; refresh(); } }
           else if (e.type === "source_stats" || e.type === "job_progress") { if (c) showStats(c, e); }
-          else if (["source_state", "source_added", "source_removed"].includes(e.type)) refresh();
+          else if (["source_state", "source_added", "source_removed", "source_changed"].includes(e.type)) refresh();
         }
         // One stream for the whole page (GET /api/v1/live): a line of JSON per event, and after each
         // detection line the JPEG of its frame (jpeg_bytes long). Reconnects with backoff.
@@ -335,7 +405,7 @@ enum Pages {
           <nav><a href="/live">Live</a><a href="/album">Album</a></nav>
         </header>
         <main>
-          <table><thead><tr><th>Video</th><th>Size</th><th>Status</th><th></th></tr></thead><tbody id="samples"></tbody></table>
+          <div class="table-scroll"><table><thead><tr><th>Video</th><th>Size</th><th>Status</th><th></th></tr></thead><tbody id="samples"></tbody></table></div>
           <p id="none" hidden>No sample videos: this server has no catalog.</p>
           <h2>Your own video</h2>
           <form id="upload"><input id="file" type="file" accept="video/*" required> <button>Upload and process</button>
@@ -385,7 +455,8 @@ enum Pages {
           r.process.hidden = !sample.cached;
           r.bar.hidden = !sample.downloading;
           r.download.disabled = sample.downloading;
-          r.text.textContent = sample.cached ? "cached" : sample.downloading ? "downloading" : "not downloaded";
+          r.text.textContent = sample.cached ? "cached" : sample.downloading ? "downloading"
+            : sample.error ? "download failed: " + sample.error : "not downloaded";
           if (sample.progress) progress(r, sample.progress);
         }
         function progress(r, p) {

@@ -35,12 +35,15 @@ struct Routes: Sendable {
         let events = EventHub()
         let policy = SourcePolicy(folders: [configuration.album.appendingPathComponent("uploads")] + configuration.mediaFolders)
         sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput,
-                            policy: policy)
+                            policy: policy, defaults: configuration.defaults, publicBase: configuration.externalBase)
         hosts = HostNames(bind: configuration.host, allowed: configuration.allowedHosts, publicURL: configuration.publicURL)
         let slots = max(1, configuration.decodeSlots ?? detection.pool.count)
         decoding = WorkGate(running: slots, waiting: 2 * slots)
         uploading = WorkGate(running: max(1, configuration.maxConcurrentUploads), waiting: 0)
         downloads = configuration.samples.map { SampleDownloads(library: $0, events: events) }
+        if let classes = configuration.defaults.classes, let labels = detection.pool.labels {
+            do { try SourceSpec.checkClasses(classes, labels: labels) } catch { throw ServerError.badDetectionSettings("--classes: \(error)") }
+        }
     }
 
     func register(on router: Router<ServerContext>) {
@@ -64,10 +67,10 @@ struct Routes: Sendable {
         }
 
         router.get("/api/v1/album") { request, _ in try listClips(request) }
-        router.get("/api/v1/album/:id") { _, context in
+        router.get("/api/v1/album/:id") { request, context in
             let id = try context.parameters.require("id", as: Int64.self)
             guard let clip = try album.clip(id: id) else { throw HTTPError(.notFound, message: "no clip \(id) in the album") }
-            return jsonResponse(clipObject(clip))
+            return jsonResponse(clipObject(clip, base: base(of: request)))
         }
         router.delete("/api/v1/album/:id") { _, context in
             let id = try context.parameters.require("id", as: Int64.self)
@@ -93,9 +96,20 @@ struct Routes: Sendable {
         router.get("/api/v1/sources") { _, _ in jsonResponse(["sources": sources.list().map { $0.status() }]) }
         router.post("/api/v1/sources") { request, context in try await addSource(request, context) }
         router.get("/api/v1/sources/:id") { _, context in jsonResponse(try source(context).status()) }
+        router.patch("/api/v1/sources/:id") { request, context in
+            let id = try context.parameters.require("id")
+            let patch = try await decodeJSON(SourcePatch.self, request, example: "{\"classes\": [\"person\", \"car\"], \"threshold\": 0.6, \"paused\": true}")
+            do { return jsonResponse(try await sources.update(id, with: patch).status()) } catch let error as SourceHub.AddError {
+                throw Self.httpError(error)
+            }
+        }
         router.delete("/api/v1/sources/:id") { _, context in
             let id = try context.parameters.require("id")
-            guard await sources.remove(id) else { throw HTTPError(.notFound, message: "no source \(id)") }
+            do {
+                guard try await sources.remove(id) else { throw HTTPError(.notFound, message: "no source \(id)") }
+            } catch let error as SourceHub.AddError {
+                throw Self.httpError(error)
+            }
             return Response(status: .noContent)
         }
         router.get("/api/v1/sources/:id/snapshot.jpg") { request, context in
@@ -163,7 +177,8 @@ struct Routes: Sendable {
             }
             next = "/api/v1/album?" + parts.joined(separator: "&")
         }
-        return jsonResponse(["clips": clips.map(clipObject), "next": next])
+        let base = base(of: request)
+        return jsonResponse(["clips": clips.map { clipObject($0, base: base) }, "next": next])
     }
 
     /// Names a request may ask for in the album's folders: a file name, no path.
@@ -212,15 +227,29 @@ struct Routes: Sendable {
         let spec = try await decodeJSON(SourceSpec.self, request, example: "{\"input\": \"rtsp://cam/live\", \"record\": true, \"classes\": [\"person\"]}")
         let source: LiveSource
         do { source = try sources.add(spec, origin: .api) } catch let error as SourceHub.AddError {
-            switch error {
-            case .invalid(let message): throw HTTPError(.badRequest, message: message)
-            case .tooMany: throw HTTPError(.conflict, message: "\(error)")
-            case .shuttingDown: throw HTTPError(.serviceUnavailable, message: "\(error)")
-            }
+            throw Self.httpError(error)
         }
         var response = jsonResponse(source.status(), status: .created)
         response.headers[.location] = "/api/v1/sources/\(source.id)"
         return response
+    }
+
+    /// The address URLs in an answer start with: `--public-url`, else the server the request named.
+    func base(of request: Request) -> String {
+        if let url = configuration.publicURL { return url.absoluteString.hasSuffix("/") ? String(url.absoluteString.dropLast()) : url.absoluteString }
+        guard let authority = request.head.authority, hosts.allows(host: authority) else { return "" }
+        return "http://" + authority
+    }
+
+    /// The HTTP answer to a source that cannot be added, changed or removed.
+    static func httpError(_ error: SourceHub.AddError) -> HTTPError {
+        switch error {
+        case .invalid(let message): return HTTPError(.badRequest, message: message)
+        case .tooMany: return HTTPError(.conflict, message: "\(error)")
+        case .shuttingDown: return HTTPError(.serviceUnavailable, message: "\(error)")
+        case .notFound: return HTTPError(.notFound, message: "\(error)")
+        case .cannotStore: return HTTPError(.init(code: 507, reasonPhrase: "Insufficient Storage"), message: "\(error)")
+        }
     }
 
     /// A JSON request body as `T`: `application/json` only (a form or `text/plain` body is what a
@@ -253,41 +282,65 @@ struct Routes: Sendable {
 
     /// `POST /api/v1/detect` (the object of `spotter detect --json`) and `POST /v1/vision/detection`
     /// (DeepStack's answer, for Frigate, Home Assistant and Blue Iris). The picture is the raw body or
-    /// the multipart field `image`; query (or form) `threshold` and `classes`.
+    /// the multipart field `image`; `threshold` (DeepStack's `min_confidence`), `classes` and
+    /// `max_results` as query or form fields; defaults from `serve --threshold`, `--classes`,
+    /// `--max-results`. DeepStack's predictions are sorted by confidence, at most 20 (Frigate reads
+    /// 20), and its errors are `{"success": false, "error": ...}`.
     func detect(_ request: Request, _ context: ServerContext, deepStack: Bool) async throws -> Response {
         var request = request
         let body: ByteBuffer
         do {
-            body = try await request.collectBody(upTo: configuration.maxUploadBytes)
+            body = try await request.collectBody(upTo: configuration.maxUploadBytes + (64 << 10))
         } catch {
             throw HTTPError(.contentTooLarge, message: "the picture is larger than \(configuration.maxUploadBytes) bytes")
         }
         var bytes = Array(buffer: body)
+        var fields: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters { fields[String(key)] = String(value) }
         let contentType = request.headers[.contentType] ?? ""
         if let boundary = Multipart.boundary(contentType: contentType) {
             guard let field = Multipart.field("image", in: bytes, boundary: boundary) else {
                 throw HTTPError(.badRequest, message: "the multipart body has no field named image")
             }
+            // Form fields, as DeepStack's clients send them (min_confidence, api_key).
+            for name in ["threshold", "min_confidence", "classes", "max_results"] {
+                if let value = Multipart.field(name, in: bytes, boundary: boundary) { fields[name] = String(decoding: value, as: UTF8.self) }
+            }
             bytes = Array(field)
+        }
+        guard bytes.count <= configuration.maxUploadBytes else {
+            throw HTTPError(.contentTooLarge, message: "the picture is larger than \(configuration.maxUploadBytes) bytes")
         }
         guard !bytes.isEmpty else { throw HTTPError(.badRequest, message: "send a picture: the raw body, or the multipart field image") }
         guard ImageFile.sniff(bytes) != nil else {
             throw HTTPError(.unsupportedMediaType, message: "the body is not a JPEG, PNG, BMP, WebP, GIF or TIFF picture")
         }
-        let query = request.uri.queryParameters
-        var threshold: Float = deepStack ? 0.45 : 0.5
-        if let value = query["threshold"] ?? query["min_confidence"] {
-            guard let parsed = Float(value), (0...1).contains(parsed) else { throw HTTPError(.badRequest, message: "threshold must be between 0 and 1") }
+        let defaults = configuration.defaults
+        var threshold = defaults.threshold
+        if let value = fields["threshold"] ?? fields["min_confidence"] {
+            guard let parsed = Float(value.trimmingCharacters(in: .whitespaces)), (0...1).contains(parsed) else {
+                throw HTTPError(.badRequest, message: "threshold (min_confidence) must be between 0 and 1")
+            }
             threshold = max(parsed, DetectionService.floorThreshold)
         }
-        let classes = query["classes"].map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) }
+        let named = fields["classes"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+            ?? defaults.classes
+        if let named, let labels = detection.pool.labels {
+            do { try SourceSpec.checkClasses(named, labels: labels) } catch { throw HTTPError(.badRequest, message: "\(error)") }
+        }
+        let classes = named.map { Set($0.map { $0.lowercased() }) }
+        var maxResults = defaults.maxResults ?? (deepStack ? 20 : nil)
+        if let value = fields["max_results"] {
+            guard let parsed = Int(value), parsed >= 1 else { throw HTTPError(.badRequest, message: "max_results must be a positive integer") }
+            maxResults = parsed
+        }
         // The declared size first: a picture bomb is refused before it costs anything.
         if let header = ImageFile.header(bytes), header.pixels > configuration.pictureLimits.maxPixels {
             throw HTTPError(.contentTooLarge, message: "\(MediaError.tooManyPixels(path: "the picture", width: header.width, height: header.height, limit: configuration.pictureLimits.maxPixels))")
         }
         let limits = configuration.pictureLimits, posted = bytes
         let start = Date()
-        let result = try await decoding.run(busy: "the server is decoding as many pictures as it can; try again shortly") {
+        var result = try await decoding.run(busy: "the server is decoding as many pictures as it can; try again shortly") {
             let picture: Image
             do {
                 picture = try await offCooperativeThreads { try ImageFile.decode(bytes: posted, name: "upload", limits: limits).upright }
@@ -297,10 +350,15 @@ struct Routes: Sendable {
             }
             return try await detection.detect(picture, threshold: threshold, classes: classes)
         }
+        // Strongest first (stable for equal scores), then at most maxResults.
+        result.detections = result.detections.enumerated().sorted { $0.element.score != $1.element.score ? $0.element.score > $1.element.score : $0.offset < $1.offset }
+            .map(\.element)
+        if let maxResults { result.detections = Array(result.detections.prefix(maxResults)) }
         if deepStack {
             let predictions: [[String: Any]] = result.detections.map { d in
                 var prediction: [String: Any] = [
-                    "label": d.label, "confidence": Double(d.score), "x_min": Int(d.box.minX.rounded()), "y_min": Int(d.box.minY.rounded()),
+                    "label": d.label, "confidence": (Double(d.score) * 10000).rounded() / 10000,
+                    "x_min": Int(d.box.minX.rounded()), "y_min": Int(d.box.minY.rounded()),
                     "x_max": Int(d.box.maxX.rounded()), "y_max": Int(d.box.maxY.rounded()),
                 ]
                 // DeepStack's face recognition names people in `userid` ("unknown" for a stranger).

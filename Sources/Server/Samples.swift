@@ -47,9 +47,11 @@ public struct SampleProgress: Sendable {
 final class SampleDownloads: @unchecked Sendable {
     let library: any SampleLibrary
     let events: EventHub
-    // `active` is guarded by `lock`.
+    // `active` and `failures` are guarded by `lock`.
     private let lock = NSLock()
     private var active: [String: SampleProgress] = [:]
+    /// The last failed download of each sample, until it is tried again: the page keeps saying why.
+    private var failures: [String: String] = [:]
 
     init(library: any SampleLibrary, events: EventHub) {
         self.library = library
@@ -58,10 +60,11 @@ final class SampleDownloads: @unchecked Sendable {
 
     /// The catalog's samples with their cache state and any download under way.
     func list() -> [[String: Any]] {
-        let pulling = lock.withLock { active }
+        let (pulling, failed) = lock.withLock { (active, failures) }
         return library.samples().map { sample in
             var object: [String: Any] = ["name": sample.name, "summary": sample.summary, "license": sample.license,
                                          "cached": sample.cachedPath != nil, "downloading": pulling[sample.name] != nil]
+            if sample.cachedPath == nil, pulling[sample.name] == nil, let message = failed[sample.name] { object["error"] = message }
             if let size = sample.size { object["size"] = size }
             if let progress = pulling[sample.name] { object["progress"] = Self.object(sample.name, progress) }
             return object
@@ -77,6 +80,7 @@ final class SampleDownloads: @unchecked Sendable {
         let fresh = lock.withLock {
             guard active[name] == nil else { return false }
             active[name] = SampleProgress(received: 0, total: sample.size, bytesPerSecond: 0)
+            failures[name] = nil
             return true
         }
         guard fresh else { return (true, false) }
@@ -92,7 +96,10 @@ final class SampleDownloads: @unchecked Sendable {
                 _ = lock.withLock { active.removeValue(forKey: name) }
                 events.publish("download_finished", ["name": name, "path": path])
             } catch {
-                _ = lock.withLock { active.removeValue(forKey: name) }
+                lock.withLock {
+                    active[name] = nil
+                    failures[name] = "\(error)"
+                }
                 events.publish("download_failed", ["name": name, "message": "\(error)"])
             }
         }

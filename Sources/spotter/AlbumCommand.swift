@@ -30,10 +30,10 @@ struct AlbumCommand: ParsableCommand {
         @Argument(help: "The album folder.")
         var album: String
 
-        @Option(help: "Delete clips older than this many days.")
+        @Option(parsing: .unconditional, help: "Delete clips older than this many days.")
         var keepDays: Double?
 
-        @Option(help: "Delete the oldest clips while the album takes more than this many GiB.")
+        @Option(parsing: .unconditional, help: "Delete the oldest clips while the album takes more than this many GiB.")
         var keepGib: Double?
 
         func validate() throws {
@@ -60,7 +60,8 @@ struct AlbumCommand: ParsableCommand {
         var json = false
 
         func run() throws {
-            let clips = try openAlbum(album).clips()
+            let clips: [ClipEntry]
+            do { clips = try openAlbum(album, reading: true).clips() } catch let error as AlbumError { throw CommandFailure("\(error)") }
             for clip in clips {
                 if json {
                     let data = try JSONEncoder().encode(clip)
@@ -78,9 +79,13 @@ struct AlbumCommand: ParsableCommand {
             commandName: "repair",
             abstract: "Index clips a killed or failed run left without an index row, remove unreadable ones.",
             discussion: """
-                Clips that can be decoded are indexed as incomplete, with their real duration, frame \
-                count and a thumbnail; files without a decodable frame are removed. Clips that a running \
-                `spotter record` is writing are left alone. `spotter record` does this on start too.
+                Clips with their record beside them (clips/NAME.json, written when a clip ends) are \
+                indexed from it, with labels and times; other clips that can be decoded are indexed as \
+                incomplete, with their real duration, frame count and a thumbnail; files without a \
+                decodable frame are removed, and rows whose file is gone are dropped. A damaged \
+                index.sqlite is moved aside (index.sqlite.damaged-TIME) and rebuilt from the clips. \
+                Clips that a running `spotter record` is writing are left alone. `spotter record` and \
+                `spotter serve` do this on start too.
 
                 Example:
                   spotter album repair ~/Clips
@@ -91,18 +96,36 @@ struct AlbumCommand: ParsableCommand {
 
         func run() throws {
             let report: AlbumRepair
-            do { report = try openAlbum(album).repair() } catch { throw CommandFailure("\(error)") }
-            for entry in report.adopted { print("indexed \(entry.clip) (\(entry.frames) frames, incomplete)") }
+            do {
+                let opened = try openAlbum(album)
+                if let recovery = opened.recovery { print(describe(recovery, album: album)) }
+                report = try opened.repair()
+            } catch { throw CommandFailure("\(error)") }
+            for entry in report.adopted { print("indexed \(entry.clip) (\(entry.frames) frames\(entry.incomplete ? ", incomplete" : ""))") }
             for clip in report.removed { print("removed \(clip) (no decodable frame)") }
-            if report.adopted.isEmpty && report.removed.isEmpty { print("\(album): every clip is indexed") }
+            for clip in report.forgotten { print("dropped the row of \(clip) (its file is gone)") }
+            if report.adopted.isEmpty && report.removed.isEmpty && report.forgotten.isEmpty { print("\(album): every clip is indexed") }
         }
     }
 }
 
-/// Opens an existing album, refusing to create one where none is.
-func openAlbum(_ path: String) throws -> Album {
-    guard FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).appendingPathComponent("index.sqlite").path) else {
+/// Opens an existing album, refusing to create one where none is. For reading only, a folder this
+/// process may not write is read from a private copy of its index.
+func openAlbum(_ path: String, reading: Bool = false) throws -> Album {
+    let url = URL(fileURLWithPath: path)
+    guard FileManager.default.fileExists(atPath: url.appendingPathComponent("index.sqlite").path) else {
         throw CommandFailure("\(path) is not an album (no index.sqlite); `spotter record INPUT --album \(path)` creates one")
     }
-    do { return try Album(directory: URL(fileURLWithPath: path)) } catch { throw CommandFailure("\(error)") }
+    if reading, access(path, W_OK) != 0 || access(url.appendingPathComponent("index.sqlite").path, W_OK) != 0 {
+        do { return try Album(readingOnly: url) } catch { throw CommandFailure("\(error)") }
+    }
+    let album: Album
+    do { album = try Album(directory: url) } catch { throw CommandFailure("\(error)") }
+    if let recovery = album.recovery, reading { warn(describe(recovery, album: path)) }
+    return album
+}
+
+/// One line on a damaged index that was replaced.
+func describe(_ recovery: IndexRecovery, album: String) -> String {
+    "\(album): the index was damaged (\(recovery.reason)); it was kept as \(recovery.keptAs) and rebuilt from \(recovery.rebuilt) clip(s)"
 }

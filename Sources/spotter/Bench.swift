@@ -20,13 +20,13 @@ struct Bench: ParsableCommand {
 
     @OptionGroup var store: StoreFlags
 
-    @Option(help: "Threads for the backend (default: the cores this process may use; at most that many).")
+    @Option(parsing: .unconditional, help: "Threads for the backend (default: the cores this process may use; at most that many).")
     var threads: Int?
 
-    @Option(help: "Timed runs.")
+    @Option(parsing: .unconditional, help: "Timed runs.")
     var runs = 100
 
-    @Option(help: "Untimed runs first.")
+    @Option(parsing: .unconditional, help: "Untimed runs first.")
     var warmup = 10
 
     @Option(help: "Kernels: \(Interpreter.Options.Backend.allCases.map(\.rawValue).joined(separator: ", ")).")

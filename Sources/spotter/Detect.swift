@@ -39,7 +39,7 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "Only these classes, comma-separated label names (for example person,cup).")
     var classes: String?
 
-    @Option(help: "Threads for inference (default: the cores this process may use; at most that many).")
+    @Option(parsing: .unconditional, help: "Threads for inference (default: the cores this process may use; at most that many).")
     var threads: Int?
 
     @Option(help: "Kernels: xnnpack or reference.")
@@ -133,7 +133,7 @@ struct Detect: ParsableCommand {
     @Option(help: "With --format coco: also write the COCO images and categories (id, file_name, width, height; id, name) to this file, so image_id and category_id map back to files and labels.")
     var cocoImages: String?
 
-    @Option(help: "Most megapixels a picture may declare; larger ones are refused before decoding (a few bytes can announce gigabytes).")
+    @Option(parsing: .unconditional, help: "Most megapixels a picture may declare; larger ones are refused before decoding (a few bytes can announce gigabytes).")
     var maxMegapixels: Double = 50
 
     func validate() throws {

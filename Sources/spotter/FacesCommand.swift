@@ -20,7 +20,7 @@ struct FaceFlags: ParsableArguments {
     @Option(parsing: .unconditional, help: "Distance between embeddings within which two faces are one person (default 1.0; see the README).")
     var threshold: Float = FaceGallery.defaultThreshold
 
-    @Option(help: "Threads for inference (default: the cores this process may use).")
+    @Option(parsing: .unconditional, help: "Threads for inference (default: the cores this process may use).")
     var threads: Int?
 
     @Option(help: "Kernels: xnnpack or reference.")
@@ -126,7 +126,7 @@ struct FacesCommand: ParsableCommand {
             abstract: "Add a person's face from one or more photos (the largest face of each, or every face with --all).",
             discussion: """
                 Examples:
-                  spotter faces enroll Ada ada-1.jpg ada-2.jpg --embedder mobile_face_net.tflite
+                  spotter faces enroll Ada ada-1.jpg ada-2.jpg --embedder mfn.tflite
                   spotter faces enroll Team group.jpg --all
                 """)
 

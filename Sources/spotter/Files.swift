@@ -16,6 +16,12 @@ struct FileID: Hashable {
     }
 }
 
+/// A message about `subject` that names it once: as given when it already mentions it (library
+/// errors name their file or URL), else after `subject: `.
+func mentioning(_ subject: String, _ message: String) -> String {
+    message.contains(subject) ? message : "\(subject): \(message)"
+}
+
 /// What `path` is when it exists and is not a regular file ("a named pipe", "a folder"), else nil
 /// (symbolic links are followed).
 func irregularKind(_ path: String) -> String? {
@@ -71,6 +77,18 @@ struct StagedFile {
         self.destination = destination
         let url = URL(fileURLWithPath: destination)
         temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
+        Self.removeAbandoned(besides: url)
+    }
+
+    /// Removes `.NAME.partial-PID` files a killed run left beside `destination`: those whose
+    /// process no longer runs (another run's live partial is left alone).
+    static func removeAbandoned(besides destination: URL) {
+        let folder = destination.deletingLastPathComponent()
+        let prefix = ".\(destination.lastPathComponent).partial-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink(folder.appendingPathComponent(name).path)
+        }
     }
 
     /// Moves the finished temporary file onto the destination (one `rename`).

@@ -26,7 +26,8 @@ struct Record: ParsableCommand {
               spotter record doorbell.mp4 --album ~/Clips
               spotter record rtsp://cam.local/live --album ~/Clips --reconnect
               spotter record street.mp4 --album clips/ --json | jq .event
-              spotter record rtsp://cam.local/live --album ~/Clips --faces ~/faces.sqlite --trigger unknown-face
+              spotter record rtsp://cam.local/live --album ~/Clips \\
+                --faces ~/faces.sqlite --trigger unknown-face
             """)
 
     @Argument(help: "A video file, stream URL, /dev/videoN, or a sample's name (see `spotter samples list`).")
@@ -37,10 +38,10 @@ struct Record: ParsableCommand {
 
     @OptionGroup var detector: DetectorOptions
 
-    @Option(help: "Seconds of video time to keep recording after the last match.")
+    @Option(parsing: .unconditional, help: "Seconds of video time to keep recording after the last match.")
     var postRoll: Double = 5
 
-    @Option(help: "Seconds of video before the first match to include (kept in memory, at most 256 MiB of frames).")
+    @Option(parsing: .unconditional, help: "Seconds of video before the first match to include (kept in memory, at most 256 MiB of frames).")
     var preRoll: Double = 0
 
     @Flag(help: "Record the frames without boxes.")
@@ -55,7 +56,7 @@ struct Record: ParsableCommand {
     @Flag(help: "Live sources: when the stream ends or stalls, finish the open clip and reconnect (waiting 1, 2, 4 ... 30 s between attempts) until interrupted.")
     var reconnect = false
 
-    @Option(help: "Seconds without data before a network source counts as stalled.")
+    @Option(parsing: .unconditional, help: "Seconds without data before a network source counts as stalled.")
     var timeout: Double = 10
 
     @OptionGroup(title: "Face recognition (with --faces)") var faceFlags: FaceNamingFlags
@@ -81,35 +82,32 @@ struct Record: ParsableCommand {
         // The album first: a folder that cannot be written fails before the model loads.
         let albumStore: Album
         do { albumStore = try Album(directory: URL(fileURLWithPath: album)) } catch { throw CommandFailure("--album: \(error)") }
+        if let recovery = albumStore.recovery { warn(describe(recovery, album: album)) }
         let repair = try albumStore.repair()
         if !repair.adopted.isEmpty || !repair.removed.isEmpty {
-            warn("\(album): indexed \(repair.adopted.count) clip(s) an earlier run left unfinished (marked incomplete), removed \(repair.removed.count) unreadable one(s)")
+            warn("\(album): indexed \(repair.adopted.count) clip(s) an earlier run left without a row, removed \(repair.removed.count) unreadable one(s)")
         }
         let source = try self.detector.store.resolveVideo(input)
         let interruption = Interruption()
         let readerOptions = VideoReader.Options(openTimeout: max(timeout, 5), readTimeout: timeout)
-        let reader: VideoReader
-        do { reader = try VideoReader(path: source, options: readerOptions) } catch { throw CommandFailure("\(error)") }
+        // A file is opened now, so a bad one fails before the model loads; a live source is opened
+        // by the run, which with --reconnect waits for a camera that is not up yet.
+        var reader: VideoReader?
+        if !(reconnect && SourceRun.isLive(source)) {
+            do { reader = try VideoReader(path: source, options: readerOptions) } catch { throw CommandFailure("\(error)") }
+        }
         let detector = try options.makeDetector(pipelined: true)
         let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
         let strangersOnly = trigger == .unknownFace
-        let info = reader.info
         let json = self.json
         let albumDirectory = albumStore.directory
         let emit: @Sendable (String) -> Void = { line in
             print(line)
             fflush(nil)
         }
-        var sessionOptions = ClipSession.Options(
-            policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
-            frameRate: info.frameRate ?? 25, preset: preset.rawValue)
-        if strangersOnly {
-            // A clip runs while a stranger is in view; known people are still drawn with their names.
-            sessionOptions.triggers = { $0.isStranger }
-        }
-        let session = try ClipSession(
-            album: albumStore, source: Album.sourceName(source), options: sessionOptions,
-            events: { event in
+        let (postRoll, preRoll, noBoxes, preset) = (self.postRoll, self.preRoll, self.noBoxes, self.preset)
+        let recorded = Recorded()
+        let clipEvents: @Sendable (RecorderEvent) -> Void = { event in
                 switch event {
                 case .clipStarted(let path, let start):
                     if json { emit(ResultEncoding.serialize(["event": "clip_started", "path": path, "start": milliseconds(start)])) }
@@ -127,12 +125,23 @@ struct Record: ParsableCommand {
                                     entry.frames, entry.labels, entry.bestScore))
                     }
                 }
-            })
-        let bar = ProgressBar(total: info.frameCount ?? 0, enabled: !json)
-        let progressLines = Throttle(seconds: 2)
+            }
         let input = self.input
+        let progressLines = Throttle(seconds: 2)
         let run = SourceRun(
-            input: source, options: .init(reconnect: reconnect, reader: readerOptions), recorder: session,
+            input: source, options: .init(reconnect: reconnect, reader: readerOptions),
+            recorder: { info in
+                var sessionOptions = ClipSession.Options(
+                    policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,
+                    frameRate: info.frameRate ?? 25, preset: preset.rawValue)
+                if strangersOnly {
+                    // A clip runs while a stranger is in view; known people are still drawn with their names.
+                    sessionOptions.triggers = { $0.isStranger }
+                }
+                let session = try ClipSession(album: albumStore, source: Album.sourceName(source), options: sessionOptions, events: clipEvents)
+                recorded.session = session
+                return session
+            },
             detect: { frame in
                 let found = try detector.detect(frame.image).detections
                 guard let namer else { return found }
@@ -140,38 +149,53 @@ struct Record: ParsableCommand {
             },
             events: { event in
                 switch event {
+                case .opened(let info):
+                    recorded.opened(info, bar: ProgressBar(total: info.frameCount ?? 0, enabled: !json))
                 case .progress(let stats):
-                    reportProgress(bar, stats, info: info)
+                    if let (bar, info) = recorded.progress { reportProgress(bar, stats, info: info) }
                     if json, progressLines.ready() {
                         emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
                                                        "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
                                                        "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
                     }
                 case .state(.reconnecting, let message?):
-                    warn("\(input): \(message)")
+                    warn(mentioning(input, message))
+                case .state(.waiting, let message?):
+                    warn("waiting for the source: " + mentioning(input, message))
                 default:
                     break
                 }
             })
         interruption.stop(run.stopRequested)
-        func kept() -> String { session.clipsFinished == 0 ? "no clip was recorded" : "\(session.clipsFinished) clip(s) are in \(album)" }
+        func kept() -> String {
+            let session = recorded.session
+            // Rows a locked index delayed: once more now that recording is over.
+            if let pending = session?.pendingRows, !pending.isEmpty { _ = try? albumStore.repair() }
+            let finished = session?.clipsFinished ?? 0
+            let waiting = (session?.pendingRows.count ?? 0) + (session?.unindexed.count ?? 0)
+            var text = finished == 0 ? "no clip was indexed" : "\(finished) clip(s) are in \(album)"
+            if waiting > 0 { text += "; \(waiting) recorded clip(s) are on disk without an index row: `spotter album repair \(album)` indexes them" }
+            return text
+        }
         let total: PipelineStats
         do {
             total = try run.run(opened: reader)
         } catch SourceRunError.streamEnded(let frames) {
-            bar.finish()
+            recorded.progress?.bar.finish()
             throw CommandFailure("\(input): the stream ended after \(frames) frames (\(kept()); --reconnect waits for it to come back)")
         } catch {
-            bar.finish()
-            throw CommandFailure("\(input): \(error) (\(kept()))")
+            recorded.progress?.bar.finish()
+            throw CommandFailure("\(mentioning(input, "\(error)")) (\(kept()))")
         }
-        bar.finish()
-        if reader.damagedPackets > 0 { warn("\(input): skipped \(reader.damagedPackets) damaged packet(s)") }
+        recorded.progress?.bar.finish()
+        let afterRun = kept()
+        if afterRun.contains("without an index row") { warn(afterRun) }
+        if let reader, reader.damagedPackets > 0 { warn("\(input): skipped \(reader.damagedPackets) damaged packet(s)") }
         if total.processed == 0 && interruption.signalled == nil {
             throw CommandFailure("\(input) holds no decodable video frame; nothing was recorded")
         }
         let summary = String(format: "%d frames in %.1f s (%.1f fps), %d dropped, %d clip(s); album: %@", total.processed, total.elapsed, total.fps,
-                             total.dropped, session.clipsFinished, album)
+                             total.dropped, recorded.session?.clipsFinished ?? 0, album)
         if json {
             emit(ResultEncoding.serialize(["event": "finished", "processed": total.processed, "dropped": total.dropped,
                                            "fps": (total.fps * 10).rounded() / 10, "interrupted": interruption.signalled != nil]))
@@ -179,6 +203,31 @@ struct Record: ParsableCommand {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
         if interruption.signalled != nil { throw ExitCode(130) }
+    }
+}
+
+/// What a record run learns from its threads: the clip session (made once the source is open) and
+/// the progress bar of the current connection.
+private final class Recorded: @unchecked Sendable {
+    // Guarded by `lock`: written by the run's threads, read by the main thread after or during the run.
+    private let lock = NSLock()
+    private var storedSession: ClipSession?
+    private var storedProgress: (bar: ProgressBar, info: VideoReader.Info)?
+
+    var session: ClipSession? {
+        get { lock.withLock { storedSession } }
+        set { lock.withLock { storedSession = newValue } }
+    }
+
+    var progress: (bar: ProgressBar, info: VideoReader.Info)? { lock.withLock { storedProgress } }
+
+    /// A new connection: a bar of its own (the earlier one is finished).
+    func opened(_ info: VideoReader.Info, bar: ProgressBar) {
+        let previous = lock.withLock {
+            defer { storedProgress = (bar, info) }
+            return storedProgress?.bar
+        }
+        previous?.finish()
     }
 }
 

@@ -36,7 +36,7 @@ struct Run: ParsableCommand {
     @Option(help: "Kernels to run: \(Interpreter.Options.Backend.allCases.map(\.rawValue).joined(separator: ", ")).")
     var backend: Interpreter.Options.Backend = .reference
 
-    @Option(help: "Threads for the backend (default: the cores this process may use; at most that many).")
+    @Option(parsing: .unconditional, help: "Threads for the backend (default: the cores this process may use; at most that many).")
     var threads: Int?
 
     func validate() throws {

@@ -44,19 +44,19 @@ struct Serve: AsyncParsableCommand {
 
             Examples:
               spotter serve --album ~/Clips
-              spotter serve --album ~/Clips --config cameras.json --keep-days 14 --keep-gib 50
-              spotter serve --album ~/Clips --media-dir ~/Videos     # sources may open videos there
+              spotter serve --album ~/Clips --config cameras.json --keep-days 14
+              spotter serve --album ~/Clips --media-dir ~/Videos   # sources may use them
               curl -s --json '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
-              spotter serve --album ~/Clips --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+              spotter serve --album ~/Clips --host 0.0.0.0 --token "$(openssl rand -hex 8)"
               spotter serve --album ~/Clips --webhook http://127.0.0.1:9000/clips
-              spotter serve --album ~/Clips --faces ~/faces.sqlite     # names on person boxes
+              spotter serve --album ~/Clips --faces ~/faces.sqlite   # names people
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
             """)
 
     @Option(help: "Address to bind (anything but loopback needs --token).")
     var host = "127.0.0.1"
 
-    @Option(help: "Port to listen on.")
+    @Option(parsing: .unconditional, help: "Port to listen on.")
     var port = 8080
 
     @Option(help: "The album folder to show (created if needed).")
@@ -71,16 +71,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A URL that gets each finished clip as a JSON POST (repeat for several; added to the config file's).")
     var webhook: [String] = []
 
-    @Option(help: "Delete clips older than this many days (checked every minute).")
+    @Option(parsing: .unconditional, help: "Delete clips older than this many days (checked every minute).")
     var keepDays: Double?
 
-    @Option(help: "Delete the oldest clips while the album takes more than this many GiB.")
+    @Option(parsing: .unconditional, help: "Delete the oldest clips while the album takes more than this many GiB.")
     var keepGib: Double?
 
-    @Option(help: "Largest picture accepted by the detect endpoints, in MiB.")
+    @Option(parsing: .unconditional, help: "Largest picture accepted by the detect endpoints, in MiB.")
     var maxUploadMib = 32
 
-    @Option(help: "Most megapixels a posted picture may declare (checked on its header before decoding).")
+    @Option(parsing: .unconditional, help: "Most megapixels a posted picture may declare (checked on its header before decoding).")
     var maxMegapixels: Double = 50
 
     @Option(name: .customLong("media-dir"), help: "A folder whose videos sources added through the API may open (repeatable; besides uploads and downloaded samples).")
@@ -92,13 +92,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The URL people reach this server at, behind a reverse proxy (https://cams.example.com): accepted as its origin.")
     var publicURL: String?
 
-    @Option(help: "Most GiB the album's uploaded videos may take together.")
+    @Option(parsing: .unconditional, help: "Most GiB the album's uploaded videos may take together.")
     var maxUploadsGib: Double = 20
 
-    @Option(help: "Most open HTTP connections; more are closed as they arrive.")
+    @Option(parsing: .unconditional, help: "Most open HTTP connections; more are closed as they arrive.")
     var maxConnections = 512
 
-    @Option(help: "Seconds a connection may send nothing (headers, body, or between requests) before it is closed.")
+    @Option(parsing: .unconditional, help: "Seconds a connection may send nothing (headers, body, or between requests) before it is closed.")
     var idleTimeout: Double = 30
 
     @OptionGroup var detector: DetectorOptions
@@ -150,9 +150,16 @@ struct Serve: AsyncParsableCommand {
         options.threadCount = threadsWithinCores(detector.threads)
         options.backend = detector.backend
         options.labelsPath = detector.labels
+        options.resizeMode = detector.resize?.mode
+        if let mean = detector.mean, let std = detector.std { options.normalization = .init(mean: [mean], std: [std]) }
         var configuration = ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: try detector.modelPath, detector: options,
                                                 host: host, port: port, token: token)
         configuration.maxUploadBytes = maxUploadMib << 20
+        // --threshold, --classes and --max-results: the defaults of the detect endpoints and new sources.
+        configuration.defaults = DetectionDefaults(
+            threshold: detector.threshold,
+            classes: detector.classes.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
+            maxResults: detector.maxResults)
         configuration.pictureLimits = .init(maxPixels: Int(maxMegapixels * 1_000_000))
         configuration.maxUploadsTotalBytes = Int(maxUploadsGib * 1_073_741_824)
         configuration.allowedHosts = allowedHosts

@@ -98,13 +98,13 @@ struct Video: ParsableCommand {
     @Option(help: "Also write one JSON line per processed frame: {frame, t, detections}.")
     var jsonl: String?
 
-    @Option(help: "Detect every N-th frame (the others keep the last boxes).")
+    @Option(parsing: .unconditional, help: "Detect every N-th frame (the others keep the last boxes).")
     var every = 1
 
     @Option(help: "libx264 preset: ultrafast (fastest) ... veryslow (smallest files; veryfast is about half the size).")
     var preset: X264Preset = .ultrafast
 
-    @Option(help: "Seconds without data before a network source counts as stalled.")
+    @Option(parsing: .unconditional, help: "Seconds without data before a network source counts as stalled.")
     var timeout: Double = 10
 
     @Flag(help: "Also find rectangles (pages, cards, screens) on every processed frame and outline them; the options below apply.")
@@ -170,15 +170,18 @@ struct Video: ParsableCommand {
         } catch {
             bar.finish()
             let written = writer.framesWritten
-            try? writer.finish()
             try? lines?.close()
-            guard written > 0, (try? staged.commit()) != nil else {
+            // The frames so far are kept only as a file that plays: finished (its index written)
+            // and read back; a full disk usually prevents that, and the partial file is removed.
+            let finished: Error? = written == 0 ? nil : { do { try writer.finish(); return nil } catch { return error } }()
+            guard written > 0, finished == nil, Self.plays(staged.temporary), (try? staged.commit()) != nil else {
                 staged.discard()
                 stagedLines?.discard()
-                throw CommandFailure("\(input): \(error) (nothing was written)")
+                let why = finished.map { "; the partial video could not be finished (\($0)) and was removed" } ?? ""
+                throw CommandFailure("\(mentioning(input, "\(error)")) (nothing was written\(why))")
             }
             try? stagedLines?.commit()
-            throw CommandFailure("\(input): \(error) (the \(written) frames before the problem were written to \(output))")
+            throw CommandFailure("\(mentioning(input, "\(error)")) (the \(written) frames before the problem were written to \(output), which plays)")
         }
         try lines?.close()
         guard writer.framesWritten > 0 else {
@@ -191,7 +194,8 @@ struct Video: ParsableCommand {
             try writer.finish()
         } catch {
             staged.discard()
-            throw CommandFailure("cannot write \(output): \(error)")
+            stagedLines?.discard()
+            throw CommandFailure("cannot write \(output): \(error) (the partial video was removed; nothing was written)")
         }
         try staged.commit()
         try stagedLines?.commit()
@@ -199,9 +203,21 @@ struct Video: ParsableCommand {
         stats.elapsed = max(stats.elapsed, 1e-9)
         FileHandle.standardError.write(Data(String(format: "%@: %d frames in %.1f s (%.1f fps)%@\n", output, stats.processed, stats.elapsed, stats.fps,
                                                     interruption.signalled != nil ? ", interrupted" : "").utf8))
+        // A live source does not wait for the detector: say how many of its frames are not in the video.
+        if stats.dropped > 0 {
+            warn("\(input): \(stats.dropped) of \(stats.received) frames were dropped while the detector was busy (a live source does not wait); they are not in \(output)")
+        }
         if reader.damagedPackets > 0 { warn("\(input): skipped \(reader.damagedPackets) damaged packet(s)") }
         if interruption.signalled != nil { throw ExitCode(130) }
         if info.isLive { throw CommandFailure("\(input): the stream ended after \(stats.processed) frames (they were written to \(output))") }
+    }
+}
+
+extension Video {
+    /// Whether a written video opens and its first frame decodes.
+    static func plays(_ path: String) -> Bool {
+        guard let reader = try? VideoReader(path: path) else { return false }
+        return (try? reader.nextFrame()) != nil
     }
 }
 

@@ -161,4 +161,48 @@ final class ProcessBox: @unchecked Sendable {
             #expect(try Probe(directory.appendingPathComponent(clip.clip).path).frames == clip.frames)
         }
     }
+
+    /// A camera that is down when the run starts is waited for (`waiting`, then `running` once it
+    /// answers), and a stop during the wait ends the run at once.
+    @Test func aLiveSourceThatIsDownAtStartIsWaitedForAndAStopEndsTheWait() throws {
+        let port = Int.random(in: 20_000...40_000)
+        var options = SourceRun.Options(reconnect: true, maxBackoff: 1, reader: .init(openTimeout: 3, readTimeout: 2))
+        options.pipeline.live = true
+        let log = RunLog()
+        let run = SourceRun(input: "tcp://127.0.0.1:\(port)", options: options, recorder: nil, detect: Self.everyFrame,
+                            events: { log.record($0) })
+        let stop = run.stopRequested
+        let server = ProcessBox()
+        defer { server.process?.terminate() }
+        let outcome = MessageLog()
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 2.5)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["ffmpeg", "-v", "error", "-re", "-stream_loop", "-1", "-i", Self.walk, "-c", "copy", "-f", "mpegts",
+                                 "tcp://127.0.0.1:\(port)?listen=1"]
+            do { try process.run() } catch { outcome.add("\(error)") }
+            server.process = process
+            let deadline = Date().addingTimeInterval(20)
+            while log.times.count < 10 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if log.times.count < 10 { outcome.add("no frames after the stream started") }
+            stop.set()
+        }
+        try run.run()
+        #expect(outcome.messages.isEmpty, "\(outcome.messages)")
+        let states = log.stateLog
+        let waiting = try #require(states.firstIndex(of: .waiting), "\(states)")
+        #expect(states[waiting...].contains(.running) && states.last == .stopped, "\(states)")
+
+        // Stopped while waiting for a source that never comes: back within a second.
+        let idle = SourceRun(input: "tcp://127.0.0.1:\(port + 1)", options: options, recorder: nil, detect: Self.everyFrame)
+        let idleStop = idle.stopRequested
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 1.5)
+            idleStop.set()
+        }
+        let started = ContinuousClock.now
+        try idle.run()
+        #expect(started.duration(to: .now) < .seconds(2.6), "\(started.duration(to: .now))")
+    }
 }

@@ -142,7 +142,7 @@ import TestSupport
                 let error = try ServerFixtures.json(response.body)["error"] as? [String: Any]
                 #expect(response.status == .badRequest && error?["message"] as? String == "input /nonexistent/cam.mp4: no such file")
             }
-            // A stream that cannot be opened is listed as failed, with the reader's reason.
+            // A stream that cannot be opened yet is waited for, with the reader's reason and the next attempt.
             let id = try await client.execute(uri: "/api/v1/sources", method: .post, headers: json,
                                               body: try Self.body(["input": "tcp://127.0.0.1:9/cam"])) { response in
                 try #require(try ServerFixtures.json(response.body)["id"] as? String)
@@ -150,10 +150,12 @@ import TestSupport
             var status: [String: Any] = [:]
             for _ in 0..<100 {
                 status = try await client.execute(uri: "/api/v1/sources/\(id)", method: .get) { try ServerFixtures.json($0.body) }
-                if status["state"] as? String == "failed" { break }
+                if status["state"] as? String == "waiting" { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(status["state"] as? String == "failed" && (status["message"] as? String ?? "").contains("tcp://127.0.0.1:9/cam"), "\(status)")
+            let message = status["message"] as? String ?? ""
+            #expect(status["state"] as? String == "waiting" && message.contains("tcp://127.0.0.1:9/cam") && message.contains("next attempt in"),
+                    "\(status)")
             try await client.execute(uri: "/api/v1/sources/\(id)/frames/abc.jpg", method: .get) { #expect($0.status == .badRequest) }
             try await client.execute(uri: "/api/v1/sources/\(id)/frames/5.jpg", method: .get) { #expect($0.status == .notFound) }
             try await client.execute(uri: "/api/v1/sources/\(id)", method: .delete) { #expect($0.status == .noContent) }

@@ -59,7 +59,9 @@ import TestSupport
                 let clip = try #require(event["clip"] as? [String: Any])
                 #expect(event["type"] as? String == "clip_finished")
                 #expect(clip["id"] as? Int == clips[0]["id"] as? Int && clip["frames"] as? Int == clips[0]["frames"] as? Int, "\(clip) vs \(clips[0])")
-                #expect(clip["url"] as? String == clips[0]["url"] as? String)
+                // Absolute, so a receiver can fetch the clip: the server's own address (no --public-url here).
+                let path = (clips[0]["url"] as? String ?? "").replacingOccurrences(of: "http://localhost", with: "")
+                #expect(path.hasPrefix("/media/clips/") && clip["url"] as? String == "http://127.0.0.1:8080" + path, "\(clip)")
             }
         }
     }
