@@ -128,8 +128,13 @@ def main():
         live_stream(base)
         live_rectangles(driver, base, args.artifacts, work)
         demo_videos(driver, base, args.artifacts)
+        pages_fit_phones(driver, base, args.artifacts)
     except Exception as error:  # a browser or server failure is a failed check, with what it said
         check("browser session", False, f"{type(error).__name__}: {error}")
+        if driver:
+            driver.save_screenshot(os.path.join(args.artifacts, "failure.png"))
+            for entry in driver.get_log("browser")[-10:]:
+                print(f"      browser console: {entry['level']} {entry['message'][:300]}")
     finally:
         if driver:
             driver.quit()
@@ -339,6 +344,64 @@ def demo_videos(driver, base, artifacts):
     status = api(base, f"/api/v1/sources/{source}")
     check("an uploaded video is processed into clips", status["state"] == "finished" and status["clips"] >= 1
           and status["input"].endswith("/uploads/asl-again.mkv"), status)
+
+
+def pages_fit_phones(driver, base, artifacts):
+    """Every page at 1280x800 and at a phone's 390x844: nothing wider than the viewport (no
+    horizontal scrolling); on the live page, the label of a box touching the frame's top edge (a
+    person close to the camera) is drawn inside it, visible; a source's Edit and Pause work."""
+    for earlier in api(base, "/api/v1/sources")["sources"]:
+        api(base, f"/api/v1/sources/{earlier['id']}", method="DELETE")
+    source = api(base, "/api/v1/sources", {"input": LIVE_VIDEO, "realtime": True, "loop": True, "record": False})["id"]
+    overflow = """
+        const width = document.documentElement.clientWidth;
+        const wide = [...document.querySelectorAll('body *')].filter(e => {
+          const r = e.getBoundingClientRect(); return r.width > 0 && r.right > width + 1; }).map(e => e.tagName + '.' + e.className);
+        return { scroll: document.documentElement.scrollWidth, width, wide: wide.slice(0, 5) };"""
+    for width, height, mobile in [(1280, 800, False), (390, 844, True)]:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+        for page in ["/live", "/album", "/samples", "/login"]:
+            driver.get(base + page)
+            WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
+            if page == "/live":
+                WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, f".source[data-id='{source}'] .view img[src^='blob:']"),
+                                                message=f"no frame of {source} on /live")
+            time.sleep(0.5)
+            measured = driver.execute_script(overflow)
+            check(f"{page} fits {width}x{height} (no horizontal overflow)", measured["scroll"] <= measured["width"] and not measured["wide"],
+                  measured)
+            driver.save_screenshot(os.path.join(artifacts, f"{page.strip('/')}-{width}x{height}.png"))
+        # A person box from the frame's top edge: its label stays inside the picture.
+        driver.get(base + f"/live?source={source}")
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".source .view img[src^='blob:']"))
+        placed = driver.execute_script("""
+            const c = document.querySelector('.source');
+            const img = c.querySelector('.view img');
+            window.spotter.paused = true;
+            drawBoxes(cards[c.dataset.id], { frame: 1, width: img.naturalWidth, height: img.naturalHeight,
+              detections: [{ label: 'person', score: 0.9, box: [img.naturalWidth * 0.3, 0, img.naturalWidth * 0.6, img.naturalHeight * 0.9] }] });
+            const tag = c.querySelector('.overlay .box span, .box span').getBoundingClientRect();
+            const view = c.querySelector('.view').getBoundingClientRect();
+            return { tagTop: tag.top, tagBottom: tag.bottom, viewTop: view.top };""")
+        check(f"at {width}x{height} a box touching the top edge shows its label inside the picture", placed["tagTop"] >= placed["viewTop"] - 0.5,
+              placed)
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    # Edit and Pause on the page.
+    driver.get(base + f"/live?source={source}")
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".source .pause"))
+    driver.find_element(By.CSS_SELECTOR, ".source .pause").click()
+    WebDriverWait(driver, 20).until(lambda d: api(base, f"/api/v1/sources/{source}")["state"] == "paused")
+    driver.find_element(By.CSS_SELECTOR, ".source .edit-button").click()
+    form = driver.find_element(By.CSS_SELECTOR, ".source form.edit")
+    form.find_element(By.NAME, "classes").clear()
+    form.find_element(By.NAME, "classes").send_keys("person, cup")
+    form.find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(driver, 20).until(lambda d: api(base, f"/api/v1/sources/{source}")["classes"] == ["cup", "person"])
+    check("Pause and Edit on the live page change the source", api(base, f"/api/v1/sources/{source}")["paused"])
+    driver.execute_script("window.confirm = () => true;")
+    driver.find_element(By.CSS_SELECTOR, ".source .remove").click()
+    WebDriverWait(driver, 20).until(lambda d: source not in [s["id"] for s in api(base, "/api/v1/sources")["sources"]])
+    check("Remove (after confirming) removes the source", True)
 
 
 def start_server(spotter, album, environment=None):

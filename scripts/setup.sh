@@ -6,6 +6,7 @@
 #     libcurl and zlib (the model store's downloads and zip archives)
 #   - libjpeg-turbo (JPEG decoding with OpenCV's settings)
 #   - Chromium and its WebDriver (the browser that tests `spotter serve`'s pages)
+#   - GStreamer's RTSP server with its Python bindings and codecs (a real RTSP camera for the tests)
 #   - a Python venv with LiteRT, OpenCV, NumPy and Pillow (the peer in ../shared/reference, and the tool
 #     that produces expected outputs for the tests), at $SPOTTER_REF_VENV
 set -euo pipefail
@@ -13,7 +14,9 @@ cd "$(dirname "$0")/.."
 
 packages=(pkg-config curl libcurl4-openssl-dev zlib1g-dev libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
           libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libjpeg62-turbo-dev libsqlite3-dev sqlite3 python3-venv
-          chromium chromium-driver wrk)
+          chromium chromium-driver wrk
+          gir1.2-gst-rtsp-server-1.0 python3-gi gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+          gstreamer1.0-plugins-ugly)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -60,9 +60,16 @@ security_passed=${security%% passed*}
 grep -q "^passed" .build/check-mutants.log || { echo "a mutated model crashed or hung the reader"; exit 1; }
 scripts/fuzz-model.sh "${SPOTTER_FUZZ_SECONDS:-60}"
 
+# Left in charge of cameras (issue 32): cameras that come back, stalls, restarts, albums that heal,
+# settings, bodies, wall-clock times, DeepStack as Frigate calls it, a real RTSP camera.
+"$venv/bin/python" scripts/check_recorder.py .build/release/spotter > .build/check-recorder.log 2>&1 || { cat .build/check-recorder.log; exit 1; }
+cat .build/check-recorder.log
+recorder=$(tail -1 .build/check-recorder.log)
+recorder_passed=${recorder%% passed*}
+
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
 cat .build/check-server.log
 server=$(tail -1 .build/check-server.log)
 server_passed=${server%% passed*}
-echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + server_passed)) passed, 0 failed"
+echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + recorder_passed + server_passed)) passed, 0 failed"

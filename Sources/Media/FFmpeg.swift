@@ -20,7 +20,10 @@ public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Opening was ended by a ``ReadCancellation`` (a stop request).
     case cancelled(path: String)
 
-    public var description: String {
+    /// The error in words; a password in a URL appears as `***`.
+    public var description: String { VideoReader.redactingPassword(unredacted) }
+
+    private var unredacted: String {
         switch self {
         case .cannotOpen(let path, let reason): return "cannot open \(path): \(reason)"
         case .noVideoStream(let path): return "\(path) has no image or video stream"

@@ -93,6 +93,16 @@ public final class VideoReader {
         return name.lowercased()
     }
 
+    /// `input` with the password of its URL replaced by `***` (`rtsp://user:***@cam/live`): how
+    /// errors, logs, pages and the album name a camera.
+    public static func redactingPassword(_ input: String) -> String {
+        guard let scheme = input.range(of: "://") else { return input }
+        let rest = input[scheme.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return input }
+        return String(input[..<input.index(after: colon)]) + "***" + String(input[at...])
+    }
+
     /// Whether `input` names a V4L2 camera (`/dev/videoN`).
     public static func isDevice(_ input: String) -> Bool {
         input.hasPrefix("/dev/video") && input.dropFirst("/dev/video".count).allSatisfy(\.isNumber) && input.count > "/dev/video".count

@@ -229,9 +229,11 @@ public final class Album: @unchecked Sendable {
         var damage: (keptAs: String, reason: String)?
         do {
             database = try Self.openIndex(indexPath, configuration: configuration)
-        } catch {
+        } catch where Self.isDamage(error) {
             // A damaged index (garbage, a zeroed page, truncation, a schema of other columns) is
-            // kept aside, never deleted, and a new one is built from the clips' own records.
+            // kept aside, never deleted, and a new one is built from the clips' own records. A
+            // busy or locked index, a full disk or a permission problem is not damage: it is
+            // reported, and the index left as it is.
             let reason = Self.reason(error)
             let kept = "\(indexPath).damaged-\(UTCTime.compact(Date()))"
             guard rename(indexPath, kept) == 0 else {
@@ -242,6 +244,8 @@ public final class Album: @unchecked Sendable {
             do { database = try Self.openIndex(indexPath, configuration: configuration) } catch {
                 throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
             }
+        } catch {
+            throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
         }
         runStamp = UTCTime.compact(Date())
         if let damage {
@@ -283,18 +287,49 @@ public final class Album: @unchecked Sendable {
     }
 
     /// Opens the index, creating or updating its tables, and checks it (`PRAGMA quick_check`).
+    /// Opens the index, checks it (`PRAGMA quick_check`), and creates or updates its tables; an
+    /// index already up to date is only read, so opening works while another process writes.
     private static func openIndex(_ path: String, configuration: Configuration) throws -> DatabasePool {
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try pool.writeWithoutTransaction { db in
+        let current = try pool.read { db in
             let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
-            guard check == ["ok"] else { throw AlbumError.notAnAlbum(path: path, reason: "SQLite finds it damaged: \(check.prefix(3).joined(separator: "; "))") }
-            try db.inTransaction(.immediate) {
-                try Self.createSchema(db)
-                return .commit
+            guard check == ["ok"] else { throw Damage(reason: "SQLite finds it damaged: \(check.prefix(3).joined(separator: "; "))") }
+            return try isCurrent(db)
+        }
+        if !current {
+            try pool.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try Self.createSchema(db)
+                    return .commit
+                }
             }
         }
         return pool
     }
+
+    /// What makes an index unusable, as opposed to busy: SQLite's corruption codes, and a schema of
+    /// other columns.
+    private struct Damage: Error, CustomStringConvertible {
+        let description: String
+        init(reason: String) { description = reason }
+    }
+
+    static func isDamage(_ error: Error) -> Bool {
+        if error is Damage { return true }
+        guard let error = error as? DatabaseError else { return false }
+        return [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode)
+    }
+
+    /// Whether the index has every table and column this version writes.
+    private static func isCurrent(_ db: Database) throws -> Bool {
+        guard try db.tableExists(ClipEntry.databaseTableName), try db.tableExists(StoredSource.databaseTableName) else { return false }
+        let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
+        return ["incomplete", "started_at", "ended_at"].allSatisfy(columns.contains) && requiredColumns.isSubset(of: columns)
+    }
+
+    /// Columns every version of the clips table had.
+    private static let requiredColumns: Set = ["id", "source", "clip", "thumbnail", "start", "end", "duration", "frames", "labels", "best_score",
+                                                "created_at"]
 
     /// The clips table, and the `incomplete`, `started_at` and `ended_at` columns albums made
     /// before them lack. A clips table without the columns every version had is not an index
@@ -317,11 +352,8 @@ public final class Album: @unchecked Sendable {
             t.column("ended_at", .text)
         }
         let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
-        let required: Set = ["id", "source", "clip", "thumbnail", "start", "end", "duration", "frames", "labels", "best_score", "created_at"]
-        let missing = required.subtracting(columns)
-        guard missing.isEmpty else {
-            throw AlbumError.notAnAlbum(path: "index.sqlite", reason: "its clips table lacks \(missing.sorted().joined(separator: ", "))")
-        }
+        let missing = requiredColumns.subtracting(columns)
+        guard missing.isEmpty else { throw Damage(reason: "its clips table lacks \(missing.sorted().joined(separator: ", "))") }
         if !columns.contains("incomplete") {
             try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: "incomplete", .boolean).notNull().defaults(to: false) }
         }
@@ -643,13 +675,7 @@ public final class Album: @unchecked Sendable {
 
     /// A URL with its password replaced by `***` (`rtsp://user:***@cam/live`): what logs, pages,
     /// events and the album show of a camera's address.
-    public static func redactingPassword(_ input: String) -> String {
-        guard let scheme = input.range(of: "://") else { return input }
-        let rest = input[scheme.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return input }
-        return String(input[..<input.index(after: colon)]) + "***" + String(input[at...])
-    }
+    public static func redactingPassword(_ input: String) -> String { VideoReader.redactingPassword(input) }
 
     public static func timestamp() -> String {
         UTCTime.iso8601(Date())
@@ -658,6 +684,7 @@ public final class Album: @unchecked Sendable {
     /// One sentence for a Foundation or SQLite error.
     static func reason(_ error: Error) -> String {
         if let error = error as? AlbumError { return "\(error)" }
+        if let error = error as? Damage { return error.description }
         if let error = error as? DatabaseError { return error.message ?? "\(error)" }
         let ns = error as NSError
         if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {

@@ -189,13 +189,23 @@ public final class ClipSession: @unchecked Sendable {
         // The record beside the clip first: a row that cannot be written now is not lost.
         try album.writeRecord(entry)
         pendingRows.append(entry)
+        // Each try may wait out the index's busy timeout (30 s): after a failure, the next tries
+        // come a minute later or at the end, so a long lock stalls recording once, not per clip.
+        if let failed = lastIndexFailure, failed.duration(to: .now) < .seconds(60) { return }
         try indexPending()
     }
+
+    /// When writing a row last failed.
+    private var lastIndexFailure: ContinuousClock.Instant?
 
     /// Writes the rows of finished clips that are still waiting; a row that fails stays pending.
     private func indexPending() throws {
         var waiting: [ClipEntry] = []
         for entry in pendingRows {
+            guard waiting.isEmpty else {
+                waiting.append(entry)
+                continue
+            }
             do {
                 let added = try album.add(entry)
                 clipsFinished += 1
@@ -204,6 +214,7 @@ public final class ClipSession: @unchecked Sendable {
                 // The index is busy or damaged: the clip and its record stay; a later try or a
                 // repair adds the row.
                 guard case .indexFailed = error else { throw error }
+                lastIndexFailure = .now
                 waiting.append(entry)
             }
         }

@@ -52,10 +52,15 @@ enum OpenAPI {
                                        "503": error, "401": unauthorized]],
             ],
             "/api/v1/sources/{id}": [
-                "get": ["summary": "One source's status: state, fps, inference ms, dropped frames, recording, progress of files",
+                "get": ["summary": "One source's status: state (opening, waiting, running, reconnecting, paused, finished, stopped, failed) and its message, origin (api or config), settings, fps, inference ms, dropped frames, recording, progress of files",
                         "parameters": [sourceID], "responses": ["200": response("status"), "404": error, "401": unauthorized]],
-                "delete": ["summary": "Stop and remove a source (its open clip is finished and indexed)",
-                           "parameters": [sourceID], "responses": ["204": response("removed", nil), "404": error, "401": unauthorized]],
+                "delete": ["summary": "Stop and remove a source (its open clip is finished and indexed); it is not started again after a restart",
+                           "parameters": [sourceID], "responses": ["204": response("removed", nil), "404": error, "507": error, "401": unauthorized]],
+                "patch": ["summary": "Change a source's settings (any of record, classes, threshold, realtime, loop, trigger, rectangles, paused, rtsp_transport): it restarts with them under the same id; kept across restarts",
+                          "parameters": [sourceID],
+                          "requestBody": ["required": true, "content": ["application/json": ["schema": ["type": "object"]]]],
+                          "responses": ["200": response("the source's status"), "400": error, "404": error, "415": error, "507": error,
+                                        "401": unauthorized]],
             ],
             "/api/v1/sources/{id}/snapshot.jpg": ["get": [
                 "summary": "The source's latest frame as JPEG",
@@ -118,7 +123,7 @@ enum OpenAPI {
                 "get": ["summary": "One clip", "parameters": [parameter("id", "path", "integer", "clip id")],
                         "responses": ["200": response("the clip"), "404": error, "401": unauthorized]],
                 "delete": ["summary": "Delete a clip, its thumbnail and its index row", "parameters": [parameter("id", "path", "integer", "clip id")],
-                           "responses": ["204": response("deleted", nil), "404": error, "401": unauthorized]],
+                           "responses": ["204": response("deleted", nil), "404": error, "409": error, "401": unauthorized]],
             ],
             "/media/clips/{name}": [
                 "get": ["summary": "A clip file (H.264 MP4), with byte ranges",

@@ -47,7 +47,7 @@ enum Pages {
           @media (max-width: 600px) {
             header { padding: 10px 12px; gap: 8px; }
             main { padding: 10px 12px; }
-            header form, header label { width: 100%; display: flex; gap: 6px; flex-wrap: wrap; align-items: center; }
+            header form, header > label { width: 100%; display: flex; gap: 6px; flex-wrap: wrap; align-items: center; }
             header input:not([type=checkbox]) { flex: 1 1 140px; min-width: 0; width: 100%; }
             #player video { max-height: 50vh; }
             table, thead, tbody, tr, td, th { display: block; width: 100%; }
@@ -338,12 +338,19 @@ enum Pages {
         }
         // One stream for the whole page (GET /api/v1/live): a line of JSON per event, and after each
         // detection line the JPEG of its frame (jpeg_bytes long). Reconnects with backoff.
+        // The stream is closed when the page is hidden or left (the browser would otherwise keep its
+        // connection for a page in its back-forward cache), and opened again when it comes back.
+        let streaming = null;
+        addEventListener("pagehide", () => { if (streaming) streaming.abort(); streaming = null; });
+        addEventListener("pageshow", (e) => { if (e.persisted) follow(); });
         async function follow() {
           const url = "/api/v1/live" + (only ? "?sources=" + encodeURIComponent(only) : "");
           const text = new TextDecoder();
-          for (let delay = 500; ; delay = Math.min(delay * 2, 10000)) {
+          const mine = new AbortController();
+          streaming = mine;
+          for (let delay = 500; streaming === mine; delay = Math.min(delay * 2, 10000)) {
             try {
-              const r = await fetch(url, { cache: "no-store" });
+              const r = await fetch(url, { cache: "no-store", signal: mine.signal });
               if (!r.ok) throw new Error("live stream: HTTP " + r.status);
               const reader = r.body.getReader();
               let buffer = new Uint8Array(0), waiting = null;

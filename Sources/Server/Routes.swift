@@ -74,7 +74,13 @@ struct Routes: Sendable {
         }
         router.delete("/api/v1/album/:id") { _, context in
             let id = try context.parameters.require("id", as: Int64.self)
-            guard try album.delete(id: id) else { throw HTTPError(.notFound, message: "no clip \(id) in the album") }
+            do {
+                guard try album.delete(id: id) else { throw HTTPError(.notFound, message: "no clip \(id) in the album") }
+            } catch let error as AlbumError {
+                // The file stays, and so does the clip in the album.
+                if case .cannotDelete = error { throw HTTPError(.conflict, message: "\(error)") }
+                throw error
+            }
             return Response(status: .noContent)
         }
         router.get("/media/clips/:name") { request, context in try await albumFile(folder: "clips", request, context) }
@@ -373,8 +379,11 @@ struct Routes: Sendable {
 
     // MARK: Pages, login, metrics
 
+    /// A page; never cached, which also keeps it out of the browser's back-forward cache (where a
+    /// live page would keep its stream, and a connection, open).
     func html(_ page: String) -> Response {
-        Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: page)))
+        Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                 body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 
     /// The login form posts `token=...&next=/path`: a right token starts a session (an HttpOnly

@@ -126,7 +126,8 @@ struct Record: ParsableCommand {
                     }
                 }
             }
-        let input = self.input
+        // Messages name the input without its password.
+        let input = VideoReader.redactingPassword(self.input)
         let progressLines = Throttle(seconds: 2)
         let run = SourceRun(
             input: source, options: .init(reconnect: reconnect, reader: readerOptions),

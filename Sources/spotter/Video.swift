@@ -122,6 +122,8 @@ struct Video: ParsableCommand {
     func run() throws {
         keepHeapCompactForLongRuns()
         let source = try self.detector.store.resolveVideo(input)
+        // Messages name the input without its password.
+        let input = VideoReader.redactingPassword(self.input)
         // Everything that can be checked before the model loads: no output over an input, folders
         // that exist and can be written.
         try refuseOverwriting(inputs: [source], with: output, flag: "--output")

@@ -303,8 +303,9 @@ enum ServerFixtures {
                     let content = ((responses["200"] as? [String: Any])?["content"] as? [String: Any]) ?? [:]
                     if content["text/event-stream"] != nil || content["application/vnd.spotter.live"] != nil { continue }
                     let statuses = Set(responses.keys)
-                    let httpMethod: HTTPRequest.Method = method == "post" ? .post : method == "delete" ? .delete : method == "head" ? .head : .get
-                    let body = httpMethod == .post ? ByteBuffer(bytes: ServerFixtures.coffeePNG) : nil
+                    let httpMethod: HTTPRequest.Method = method == "post" ? .post : method == "delete" ? .delete : method == "head" ? .head
+                        : method == "patch" ? .patch : .get
+                    let body = httpMethod == .post || httpMethod == .patch ? ByteBuffer(bytes: ServerFixtures.coffeePNG) : nil
                     try await client.execute(uri: uri, method: httpMethod, body: body) { response in
                         #expect(statuses.contains(String(response.status.code)), "\(method) \(uri): \(response.status.code) not in \(statuses)")
                     }
