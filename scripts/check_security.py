@@ -172,14 +172,15 @@ def sources_checks(spotter, work):
         deadline = time.time() + 30
         while time.time() < deadline:
             states = {s["id"]: s for s in json.loads(request(server.port, "GET", "/api/v1/sources")[2])["sources"]}
-            if all(states.get(i, {}).get("state") in ("failed", "finished", "stopped") for _, i in ids if i) and \
+            # A network source that cannot be opened is retried (waiting) or has failed; either way, no frame.
+            if all(states.get(i, {}).get("state") in ("failed", "waiting", "finished", "stopped") for _, i in ids if i) and \
                all(states.get(i, {}).get("state") == "finished" for i in good):
                 break
             time.sleep(0.5)
         for input, source in ids:
             state = states.get(source, {})
             check(f"{input.rsplit('/', 1)[1]} on a network URL reads no local file (state {state.get('state')}, {state.get('frames')} frames)",
-                  source is None or (state.get("frames") == 0 and state.get("state") == "failed"), state.get("message"))
+                  source is None or (state.get("frames") == 0 and state.get("state") in ("failed", "waiting")), state.get("message"))
         check("the --media-dir file played to its end", all(states.get(i, {}).get("frames", 0) > 0 for i in good),
               [states.get(i) for i in good])
         clips = json.loads(request(server.port, "GET", "/api/v1/album")[2])["clips"]
