@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Detection", targets: ["Detection"]),
         .library(name: "Rectangles", targets: ["Rectangles"]),
         .library(name: "Faces", targets: ["Faces"]),
+        .library(name: "Tracking", targets: ["Tracking"]),
         .library(name: "ModelStore", targets: ["ModelStore"]),
         .library(name: "Server", targets: ["Server"]),
         .executable(name: "spotter", targets: ["spotter"]),
@@ -64,6 +65,8 @@ let package = Package(
         .target(name: "Typeface", dependencies: ["CFreeType", "Imaging"]),
         // FFmpeg: image files, video reading and writing; JPEG through libjpeg-turbo.
         .target(name: "Media", dependencies: ["CFFmpeg", "CJPEG", "Imaging"]),
+        // Pure Swift: objects over time: the multi-object tracker (Kalman filter, optimal assignment).
+        .target(name: "Tracking", dependencies: ["Imaging"]),
         // Pure Swift: rectangle detection like Apple Vision's, perspective rectification.
         .target(name: "Rectangles", dependencies: ["Imaging"]),
         // ObjectDetector, labels, output layouts, result encodings, annotation.
@@ -85,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces", "Tracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `serve --config` reads YAML as well as JSON.
                 .product(name: "Yams", package: "Yams"),
@@ -103,6 +106,7 @@ let package = Package(
         .testTarget(name: "RectanglesTests", dependencies: ["Rectangles", "Imaging", "Media", "TestSupport"]),
         .testTarget(name: "FacesTests", dependencies: ["Faces", "Detection", "Imaging", "Media", "Inference", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
+        .testTarget(name: "TrackingTests", dependencies: ["Tracking", "Imaging", "TestSupport"]),
     ]
 )
 

@@ -67,6 +67,15 @@ cat .build/check-recorder.log
 recorder=$(tail -1 .build/check-recorder.log)
 recorder_passed=${recorder%% passed*}
 
+# Objects over time (issue 33): tracking quality against the anchors of Roboflow's `trackers` on the
+# shared MOT15 sequences (its own venv), and zones and lines against an independent implementation.
+scripts/bench_tracking.py .build/release/spotter --quality-only --rounds 1 | tee .build/bench-tracking.log
+grep -q "^passed" .build/bench-tracking.log || { echo "tracking fell below the best anchor"; exit 1; }
+"$venv/bin/python" scripts/check_zones.py .build/release/spotter > .build/check-zones.log 2>&1 || { cat .build/check-zones.log; exit 1; }
+cat .build/check-zones.log
+zones=$(tail -1 .build/check-zones.log)
+zones_passed=${zones%%/*}
+
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
 cat .build/check-server.log

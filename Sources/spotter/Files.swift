@@ -100,3 +100,18 @@ struct StagedFile {
 
     func discard() { unlink(temporary) }
 }
+
+/// A regular file's bytes, at most `limit` of them.
+///
+/// - Throws: `CommandFailure` for a missing file, a pipe or folder, or one larger than `limit`.
+func readFile(_ path: String, limit: Int, flag: String? = nil) throws -> Data {
+    let name = flag.map { "\($0) \(path)" } ?? path
+    if let kind = irregularKind(path) { throw CommandFailure("\(name) is \(kind), not a file") }
+    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
+        throw CommandFailure("\(name): no such file")
+    }
+    guard size <= limit else { throw CommandFailure("\(name) is \(size) bytes; at most \(limit) are read") }
+    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+        throw CommandFailure("\(name): \(error.localizedDescription)")
+    }
+}
