@@ -71,15 +71,16 @@ let package = Package(
         .target(name: "Rectangles", dependencies: ["Imaging"]),
         // ObjectDetector, labels, output layouts, result encodings, annotation.
         .target(name: "Detection", dependencies: ["Inference", "TFLiteFormat", "Imaging", "Typeface"]),
-        // Frame pipeline with back-pressure, the clip recorder, the album index (SQLite via GRDB).
-        .target(name: "Pipeline", dependencies: ["Detection", "Media", "Imaging", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The frame analysis (detect, track, zones, motion gating), the frame pipeline with
+        // back-pressure, the clip recorder, the album index (SQLite via GRDB).
+        .target(name: "Pipeline", dependencies: ["Detection", "Media", "Imaging", "Rectangles", "Tracking", .product(name: "GRDB", package: "GRDB.swift")]),
         // Face recognition: BlazeFace keypoints, alignment on ArcFace's template, embeddings, a gallery (SQLite via GRDB).
         .target(name: "Faces", dependencies: ["Detection", "Inference", "Imaging", "Media", .product(name: "GRDB", package: "GRDB.swift")]),
         // Catalog of models and sample videos, the cache, checked and resumable downloads.
         .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
-            "Detection", "Pipeline", "Media", "Imaging", "Rectangles", .product(name: "Hummingbird", package: "hummingbird"),
+            "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),

@@ -159,7 +159,9 @@ class Hooks(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        Hooks.received.append(json.loads(body)["clip"]["id"])
+        event = json.loads(body)
+        if event["type"] == "clip_finished":
+            Hooks.received.append(event["clip"]["id"])
         self.send_response(204)
         self.end_headers()
 

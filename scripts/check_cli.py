@@ -284,7 +284,7 @@ with tempfile.TemporaryDirectory() as out:
             line = raw.decode()
             if line.startswith("data: "):
                 event = json.loads(line[6:])
-                served.append(sorted((d["box"][0], d["identity"]["name"]) for d in event["detections"] if "identity" in d))
+                served.append(sorted((d["box"]["xmin"], d["identity"]["name"]) for d in event["detections"] if "identity" in d))
                 if len(served) == 5:
                     break
     except OSError as error:

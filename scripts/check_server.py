@@ -20,6 +20,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -127,6 +128,7 @@ def main():
         live_view(driver, base, args.artifacts)
         live_stream(base)
         live_rectangles(driver, base, args.artifacts, work)
+        live_objects(driver, base, args.artifacts)
         demo_videos(driver, base, args.artifacts)
         pages_fit_phones(driver, base, args.artifacts)
     except Exception as error:  # a browser or server failure is a failed check, with what it said
@@ -186,7 +188,7 @@ def live_view(driver, base, artifacts):
     event, boxes, scale = measured["d"], measured["boxes"], measured["scale"]
     worst = 0.0
     for box, detection in zip(boxes, event["detections"]):
-        expected = [v * scale for v in detection["box"]]
+        expected = [detection["box"][k] * scale for k in ("xmin", "ymin", "xmax", "ymax")]
         worst = max(worst, *(abs(a - b) for a, b in zip([box["left"], box["top"], box["right"], box["bottom"]], expected)))
     check("the live page draws one box per detection of the frame it shows",
           len(boxes) == len(event["detections"]) and all(b["frame"] == event["frame"] for b in boxes), measured)
@@ -301,6 +303,63 @@ def live_rectangles(driver, base, artifacts, work):
     check("the live page outlines the rectangle through the event's corners (2 px), on the frame they belong to",
           len(quads) == len(event["rectangles"]) and quads[0]["frame"] == event["frame"] and worst <= 2, f"{quads}, worst {worst}")
     driver.save_screenshot(os.path.join(artifacts, "live-rectangles.png"))
+    api(base, f"/api/v1/sources/{source}", method="DELETE")
+
+
+def live_objects(driver, base, artifacts):
+    """Objects over time on the live page (issue 33): tracked boxes carry `#ID label score` with the
+    event's track id; a zone and a line drawn by clicking on the picture are saved on the source and
+    drawn over it; the line's counter goes up when a person of the shared video walks across it."""
+    source = api(base, "/api/v1/sources", {"input": LIVE_VIDEO, "realtime": True, "record": False, "classes": ["person"]})["id"]
+    driver.get(base + "/live?source=" + source)
+    wait = WebDriverWait(driver, 60)
+    wait.until(lambda d: d.execute_script("return document.querySelector('.source .box[data-track]') !== null"))
+    tagged = driver.execute_script("""
+        const c = document.querySelector('.source');
+        const d = window.spotter.shown[c.dataset.id];
+        return { tracks: d.detections.map(x => x.track), boxes: [...c.querySelectorAll('.box')].map(b => ({ track: b.dataset.track, text: b.textContent })) };""")
+    good = [b for b in tagged["boxes"] if b["track"] and re.fullmatch(r"#\d+ person 0\.\d\d", b["text"].strip())]
+    check("the live page shows each tracked person as '#ID person 0.NN', with the event's track id",
+          good and all(int(b["track"]) in tagged["tracks"] for b in good), tagged)
+
+    def click(x, y):
+        # (x, y) in the frame's pixels, clicked where the picture shows them.
+        driver.execute_script("""
+            const c = document.querySelector('.source'); const r = c.querySelector('.view img').getBoundingClientRect();
+            const scale = r.width / window.spotter.shown[c.dataset.id].width;
+            const at = { clientX: r.left + arguments[0] * scale, clientY: r.top + arguments[1] * scale, bubbles: true };
+            c.querySelector('.view').dispatchEvent(new MouseEvent('click', at));""", x, y)
+
+    driver.execute_script("window.prompt = () => arguments[0]", "door")
+    driver.find_element(By.CSS_SELECTOR, ".source .draw-zone").click()
+    for x, y in [(520, 200), (760, 200), (760, 430), (520, 430)]:
+        click(x, y)
+    driver.find_element(By.CSS_SELECTOR, ".source .finish-zone").click()
+    wait.until(lambda d: api(base, f"/api/v1/sources/{source}").get("zones", {}).get("zones"))
+    driver.execute_script("window.prompt = () => arguments[0]", "gate")
+    driver.find_element(By.CSS_SELECTOR, ".source .draw-line").click()
+    click(500, 10)
+    click(500, 425)
+    wait.until(lambda d: api(base, f"/api/v1/sources/{source}").get("zones", {}).get("lines"))
+    layout = api(base, f"/api/v1/sources/{source}")["zones"]
+    polygon = layout["zones"][0]["polygon"]
+    line = layout["lines"][0]
+    check("a zone clicked on the picture is saved on the source, in frame pixels (2 px)",
+          layout["zones"][0]["name"] == "door" and len(polygon) == 4
+          and max(abs(a - b) for p, q in zip(polygon, [(520, 200), (760, 200), (760, 430), (520, 430)]) for a, b in zip(p, q)) <= 2, layout)
+    check("a line clicked on the picture is saved too", line["name"] == "gate" and abs(line["from"][0] - 500) <= 2 and abs(line["to"][1] - 425) <= 2, layout)
+    wait.until(lambda d: d.execute_script("return document.querySelectorAll('.source .zones polygon[data-zone=door], .source .zones polyline[data-line=gate]').length") == 2)
+    check("the zone and the line are drawn over the picture", True)
+    driver.save_screenshot(os.path.join(artifacts, "live-zones.png"))
+    # Everyone walks left to right: across a line drawn top to bottom, from side R to side L ("out").
+    WebDriverWait(driver, 120).until(lambda d: json.loads(d.execute_script(
+        "return document.querySelector('.source .counts').dataset.totals || '{}'")).get("gate out", 0) >= 1)
+    shown = driver.execute_script("return document.querySelector('.source .counts').textContent")
+    counts = api(base, f"/api/v1/counts?source={source}")["counts"]
+    crossed = sum(c["count"] for c in counts if c.get("kind") == "line" and c["name"] == "gate" and c.get("direction") == "out")
+    check("the page's counter goes up when a person crosses the line, as /api/v1/counts says", "gate out" in shown and crossed >= 1,
+          f"page {shown!r}, API {counts}")
+    driver.save_screenshot(os.path.join(artifacts, "live-counts.png"))
     api(base, f"/api/v1/sources/{source}", method="DELETE")
 
 

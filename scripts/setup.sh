@@ -35,7 +35,8 @@ requirements="../shared/reference/requirements.txt"
 [ -f "$requirements" ] || { echo "setup: $requirements not found: ../shared must sit beside the repository" >&2; exit 1; }
 stamp="$venv/.spotter-requirements"
 # The peer's packages, plus Pillow for fixtures OpenCV cannot write (CMYK JPEGs, EXIF orientation)
-# and Selenium to drive Debian's Chromium (given /usr/bin/chromedriver, so it never downloads one).
+# Selenium to drive Debian's Chromium (given /usr/bin/chromedriver, so it never downloads one), and
+# jsonschema to check the server's answers against the schemas of its OpenAPI document.
 wanted=$(cat "$requirements" scripts/requirements-fixtures.txt)
 if ! [ -x "$venv/bin/python" ] || [ "$wanted" != "$(cat "$stamp" 2>/dev/null)" ]; then
   echo "setup: creating the LiteRT venv at $venv"

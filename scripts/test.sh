@@ -75,6 +75,17 @@ grep -q "^passed" .build/bench-tracking.log || { echo "tracking fell below the b
 cat .build/check-zones.log
 zones=$(tail -1 .build/check-zones.log)
 zones_passed=${zones%%/*}
+# Ids per visit, clips against the peer's rule, single-frame flashes, a parked object, motion gating
+# (LiteRT's detections as the reference); then the server's JSON against its OpenAPI document.
+"$venv/bin/python" scripts/check_objects.py .build/release/spotter 2>&1 | grep -v "^INFO: " > .build/check-objects.log || true
+cat .build/check-objects.log
+grep -q " 0 failed$" .build/check-objects.log || { echo "objects over time failed"; exit 1; }
+objects=$(tail -1 .build/check-objects.log)
+objects_passed=${objects%% passed*}
+"$venv/bin/python" scripts/check_openapi.py .build/release/spotter > .build/check-openapi.log 2>&1 || { cat .build/check-openapi.log; exit 1; }
+cat .build/check-openapi.log
+openapi=$(tail -1 .build/check-openapi.log)
+openapi_passed=${openapi%% passed*}
 
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }

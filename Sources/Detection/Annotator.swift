@@ -39,7 +39,10 @@ public final class Annotator {
                 if x >= 0, y >= 0 { image.fill(x: x, y: y, width: side, height: side, color: color) }
             }
             let who = detection.identity.map { ": \($0.name ?? "unknown")" } ?? ""
-            let text = tag("\(detection.label)\(who) \(Int((detection.score * 100).rounded()))%", size: size)
+            // A tracked object: `#12 person 0.81`; otherwise `person 81%`.
+            let words = detection.track.map { "#\($0) \(detection.label)\(who) \(Self.twoDecimals(detection.score))" }
+                ?? "\(detection.label)\(who) \(Int((detection.score * 100).rounded()))%"
+            let text = tag(words, size: size)
             let pad = max(3, size / 5)
             let tagWidth = min(text.width + 2 * pad, image.width), tagHeight = min(text.height + 2 * pad, image.height)
             var x = max(0, Int(detection.box.minX.rounded()))
@@ -51,6 +54,12 @@ public final class Annotator {
             image.fill(x: x, y: y, width: tagWidth, height: tagHeight, color: color)
             image.blend(text, x: x + pad, y: y + pad, color: color.luma > 140 ? .black : .white)
         }
+    }
+
+    /// `0.81`: a score to two decimals.
+    static func twoDecimals(_ score: Float) -> String {
+        let hundredths = Int((score * 100).rounded())
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
     }
 
     private func tag(_ text: String, size: Int) -> Mask {

@@ -3,30 +3,39 @@ import Imaging
 
 /// Result formats: Spotter's JSON line, the seed apps' flat float array, COCO results, YOLO txt.
 public enum ResultEncoding {
-    /// One JSON object: image, width, height, timings_ms and detections with label, class_id,
-    /// score, box {xmin, ymin, xmax, ymax} in source pixels and, for models that give them,
-    /// keypoints [[x, y], ...]; with face recognition, identity {name (null for a stranger), distance}.
+    /// One JSON object: image, width, height, timings_ms and detections (``Detection``'s JSON).
     public static func json(_ result: DetectionResult, image: String) -> String {
-        let object: [String: Any] = [
-            "image": image, "width": result.imageSize.width, "height": result.imageSize.height,
-            "timings_ms": ["preprocess": round3(result.timings.preprocess), "inference": round3(result.timings.inference),
-                           "postprocess": round3(result.timings.postprocess)],
-            "detections": result.detections.map(detectionObject),
-        ]
-        return serialize(object)
+        encode(PictureResult(image: image, width: result.imageSize.width, height: result.imageSize.height,
+                             timings: .init(preprocess: round3(result.timings.preprocess), inference: round3(result.timings.inference),
+                                            postprocess: round3(result.timings.postprocess)),
+                             detections: result.detections))
     }
 
-    /// A detection as a JSON-ready dictionary (shared with the video and recorder outputs and the
-    /// server): boxes to 1/1000 pixel, scores to 4 decimals (COCO results keep exact scores).
-    public static func detectionObject(_ d: Detection) -> [String: Any] {
-        var object: [String: Any] = ["label": d.label, "class_id": d.classIndex, "score": round4(Double(d.score)),
-         "box": ["xmin": round3(d.box.minX), "ymin": round3(d.box.minY), "xmax": round3(d.box.maxX), "ymax": round3(d.box.maxY)]]
-        if let keypoints = d.keypoints { object["keypoints"] = keypoints.map { [round3($0.x), round3($0.y)] } }
-        if let identity = d.identity {
-            let name: Any = identity.name ?? NSNull(), distance: Any = identity.distance.map { round3(Double($0)) } ?? NSNull()
-            object["identity"] = ["name": name, "distance": distance]
+    /// What `detect --json` prints per picture.
+    struct PictureResult: Encodable {
+        let image: String
+        let width, height: Int
+        let timings: DetectionResult.Timings
+        let detections: [Detection]
+
+        enum CodingKeys: String, CodingKey {
+            case image, width, height, detections
+            case timings = "timings_ms"
         }
-        return object
+    }
+
+    /// JSON text of `value`: keys sorted, slashes unescaped, one line.
+    public static func encode(_ value: some Encodable) -> String {
+        String(decoding: encodeData(value), as: UTF8.self)
+    }
+
+    /// JSON bytes of `value`, as ``encode(_:)``.
+    public static func encodeData(_ value: some Encodable) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        // Encoding our own types cannot fail.
+        return (try? encoder.encode(value)) ?? Data("{}".utf8)
     }
 
     /// The seed app's layout: 6 numbers per detection, `[classId, score, xmin, xmax, ymin, ymax]`, pixels.
@@ -58,6 +67,8 @@ public enum ResultEncoding {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
-    static func round4(_ value: Double) -> Double { (value * 10000).rounded() / 10000 }
+    /// `value` to 3 decimals (pixels, seconds), as every JSON output writes them.
+    public static func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+    /// `value` to 4 decimals (scores).
+    public static func round4(_ value: Double) -> Double { (value * 10000).rounded() / 10000 }
 }

@@ -29,7 +29,13 @@ public enum DetectorError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// One detected object.
-public struct Detection: Sendable, Equatable, Codable {
+///
+/// Its JSON (the one shape every output uses: `detect --json`, `video --jsonl`, the server's
+/// events, live stream and detect endpoint): `label`, `class_id`, `score` (4 decimals), `box`
+/// {`xmin`, `ymin`, `xmax`, `ymax`} in pixels (3 decimals), and when present `keypoints`
+/// [[x, y], ...], `identity` {`name` (null: a stranger), `distance`}, `track` (the tracker's id)
+/// and `stationary`.
+public struct Detection: Sendable, Equatable, Encodable {
     /// The model's 0-based class index.
     public var classIndex: Int
     public var label: String
@@ -44,15 +50,54 @@ public struct Detection: Sendable, Equatable, Codable {
     /// Who this is, when face recognition looked for a face inside the box and found one
     /// (`spotter video --faces`); nil when it did not run or saw no recognizable face.
     public var identity: Identity?
+    /// The id of the tracked object this is (stable over the frames of one source); nil without
+    /// tracking or while its track is not yet confirmed.
+    public var track: Int?
+    /// Whether its track has stayed in place for the stationary time (a parked car).
+    public var isStationary = false
     /// A recognizable face that matches no one enrolled (what `--trigger unknown-face` records).
     public var isStranger: Bool { identity != nil && identity?.name == nil }
 
+    enum CodingKeys: String, CodingKey {
+        case label, score, box, keypoints, identity, track
+        case classIndex = "class_id"
+        case isStationary = "stationary"
+    }
+
+    private struct Box: Encodable {
+        let xmin, ymin, xmax, ymax: Double
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(label, forKey: .label)
+        try container.encode(classIndex, forKey: .classIndex)
+        try container.encode(ResultEncoding.round4(Double(score)), forKey: .score)
+        try container.encode(Box(xmin: ResultEncoding.round3(box.minX), ymin: ResultEncoding.round3(box.minY),
+                                 xmax: ResultEncoding.round3(box.maxX), ymax: ResultEncoding.round3(box.maxY)), forKey: .box)
+        try container.encodeIfPresent(keypoints?.map { [ResultEncoding.round3($0.x), ResultEncoding.round3($0.y)] }, forKey: .keypoints)
+        try container.encodeIfPresent(identity, forKey: .identity)
+        if let track {
+            try container.encode(track, forKey: .track)
+            try container.encode(isStationary, forKey: .isStationary)
+        }
+    }
+
     /// The person face recognition found inside a detection's box.
-    public struct Identity: Sendable, Equatable, Codable {
+    public struct Identity: Sendable, Equatable, Encodable {
         /// The enrolled person; nil for a face no one enrolled matches (a stranger).
         public var name: String?
         /// Distance to the nearest enrolled face; nil when the gallery is empty.
         public var distance: Float?
+
+        enum CodingKeys: String, CodingKey { case name, distance }
+
+        /// `{"name": NAME or null, "distance": D or null}`, the distance to 3 decimals.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(distance.map { ResultEncoding.round3(Double($0)) }, forKey: .distance)
+        }
 
         public init(name: String?, distance: Float?) {
             self.name = name

@@ -75,10 +75,19 @@ extension Image {
     /// Draws the closed polygon through `points` (continuous coordinates, the image spanning
     /// 0...width) with anti-aliased strokes `lineWidth` pixels wide; RGB24 only.
     public mutating func strokePolygon(_ points: [Point], lineWidth: Double, color: Color) {
+        stroke(points, closed: true, lineWidth: lineWidth, color: color)
+    }
+
+    /// Draws the open path through `points` like ``strokePolygon(_:lineWidth:color:)``.
+    public mutating func strokePolyline(_ points: [Point], lineWidth: Double, color: Color) {
+        stroke(points, closed: false, lineWidth: lineWidth, color: color)
+    }
+
+    private mutating func stroke(_ points: [Point], closed: Bool, lineWidth: Double, color: Color) {
         precondition(format == .rgb24, "draw on RGB24 images")
-        guard points.count >= 2, lineWidth > 0 else { return }
+        guard points.count >= 2, lineWidth > 0, points.allSatisfy({ $0.x.isFinite && $0.y.isFinite }) else { return }
         let half = lineWidth / 2
-        for index in points.indices {
+        for index in closed ? Array(points.indices) : Array(points.indices.dropLast()) {
             let a = points[index], b = points[(index + 1) % points.count]
             let x0 = max(0, Int((min(a.x, b.x) - half - 1).rounded(.down))), x1 = min(width - 1, Int((max(a.x, b.x) + half + 1).rounded(.up)))
             let y0 = max(0, Int((min(a.y, b.y) - half - 1).rounded(.down))), y1 = min(height - 1, Int((max(a.y, b.y) + half + 1).rounded(.up)))

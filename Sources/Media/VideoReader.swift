@@ -9,6 +9,12 @@ public struct VideoFrame: Sendable {
     public var time: Double
     /// Position in decoding order, from 0.
     public var index: Int
+
+    public init(image: Image, time: Double, index: Int) {
+        self.image = image
+        self.time = time
+        self.index = index
+    }
 }
 
 /// Reads frames from a video file, a network stream (rtsp, http(s), udp/rtp, hls) or a V4L2

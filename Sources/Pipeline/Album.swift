@@ -34,9 +34,12 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     /// decoded.
     public var startedAt: String?
     public var endedAt: String?
+    /// The tracked objects that opened or kept the clip (stored as JSON); empty for clips
+    /// recorded before tracking, or indexed from what could be decoded.
+    public var objects: [ClipObject]
 
     enum CodingKeys: String, CodingKey {
-        case id, source, clip, thumbnail, start, end, duration, frames, labels, incomplete
+        case id, source, clip, thumbnail, start, end, duration, frames, labels, incomplete, objects
         case bestScore = "best_score"
         case createdAt = "created_at"
         case startedAt = "started_at"
@@ -44,7 +47,9 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     }
 
     public init(id: Int64?, source: String, clip: String, thumbnail: String?, start: Double, end: Double, duration: Double, frames: Int,
-                labels: String, bestScore: Double, createdAt: String, incomplete: Bool = false, startedAt: String? = nil, endedAt: String? = nil) {
+                labels: String, bestScore: Double, createdAt: String, incomplete: Bool = false, startedAt: String? = nil, endedAt: String? = nil,
+                objects: [ClipObject] = []) {
+        self.objects = objects
         self.startedAt = startedAt
         self.endedAt = endedAt
         self.id = id
@@ -62,6 +67,79 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decodeIfPresent(Int64.self, forKey: .id)
+        source = try container.decode(String.self, forKey: .source)
+        clip = try container.decode(String.self, forKey: .clip)
+        thumbnail = try container.decodeIfPresent(String.self, forKey: .thumbnail)
+        start = try container.decode(Double.self, forKey: .start)
+        end = try container.decode(Double.self, forKey: .end)
+        duration = try container.decode(Double.self, forKey: .duration)
+        frames = try container.decode(Int.self, forKey: .frames)
+        labels = try container.decode(String.self, forKey: .labels)
+        bestScore = try container.decode(Double.self, forKey: .bestScore)
+        createdAt = try container.decode(String.self, forKey: .createdAt)
+        incomplete = try container.decodeIfPresent(Bool.self, forKey: .incomplete) ?? false
+        startedAt = try container.decodeIfPresent(String.self, forKey: .startedAt)
+        endedAt = try container.decodeIfPresent(String.self, forKey: .endedAt)
+        // Rows and records written before clips kept their objects have none.
+        objects = (try? container.decodeIfPresent([ClipObject].self, forKey: .objects)) ?? []
+    }
+}
+
+/// A tracked object in a clip: its id in the source, label, when it was first and last seen in the
+/// clip (source seconds), its best score and when.
+public struct ClipObject: Codable, Sendable, Equatable {
+    public var track: Int
+    public var label: String
+    public var firstSeen: Double
+    public var lastSeen: Double
+    public var bestScore: Double
+    public var bestTime: Double
+
+    enum CodingKeys: String, CodingKey {
+        case track, label
+        case firstSeen = "first_t"
+        case lastSeen = "last_t"
+        case bestScore = "best_score"
+        case bestTime = "best_t"
+    }
+
+    public init(track: Int, label: String, firstSeen: Double, lastSeen: Double, bestScore: Double, bestTime: Double) {
+        self.track = track
+        self.label = label
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+        self.bestScore = bestScore
+        self.bestTime = bestTime
+    }
+}
+
+/// How many tracks entered a zone or crossed a line (in one direction) in one hour at one source:
+/// a row of the album's `counts` table.
+public struct CountEntry: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "counts"
+
+    public var source: String
+    /// The hour's start, ISO 8601 in UTC (`2026-11-26T15:00:00Z`).
+    public var hour: String
+    /// `zone` (entries) or `line` (crossings).
+    public var kind: String
+    public var name: String
+    /// `in` or `out` for a line; empty for a zone.
+    public var direction: String
+    public var count: Int
+
+    public init(source: String, hour: String, kind: String, name: String, direction: String, count: Int) {
+        self.source = source
+        self.hour = hour
+        self.kind = kind
+        self.name = name
+        self.direction = direction
+        self.count = count
+    }
 }
 
 /// A source `spotter serve` keeps across restarts: its id, its settings (the server's JSON), and
@@ -324,7 +402,8 @@ public final class Album: @unchecked Sendable {
     private static func isCurrent(_ db: Database) throws -> Bool {
         guard try db.tableExists(ClipEntry.databaseTableName), try db.tableExists(StoredSource.databaseTableName) else { return false }
         let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
-        return ["incomplete", "started_at", "ended_at"].allSatisfy(columns.contains) && requiredColumns.isSubset(of: columns)
+        return try db.tableExists(CountEntry.databaseTableName) && ["incomplete", "started_at", "ended_at", "objects"].allSatisfy(columns.contains)
+            && requiredColumns.isSubset(of: columns)
     }
 
     /// Columns every version of the clips table had.
@@ -350,6 +429,7 @@ public final class Album: @unchecked Sendable {
             t.column("incomplete", .boolean).notNull().defaults(to: false)
             t.column("started_at", .text)
             t.column("ended_at", .text)
+            t.column("objects", .text).notNull().defaults(to: "[]")
         }
         let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
         let missing = requiredColumns.subtracting(columns)
@@ -360,12 +440,76 @@ public final class Album: @unchecked Sendable {
         for column in ["started_at", "ended_at"] where !columns.contains(column) {
             try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: column, .text) }
         }
+        if !columns.contains("objects") {
+            try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: "objects", .text).notNull().defaults(to: "[]") }
+        }
+        try db.create(table: CountEntry.databaseTableName, options: .ifNotExists) { t in
+            t.column("source", .text).notNull()
+            t.column("hour", .text).notNull()
+            t.column("kind", .text).notNull()
+            t.column("name", .text).notNull()
+            t.column("direction", .text).notNull()
+            t.column("count", .integer).notNull()
+            t.primaryKey(["source", "hour", "kind", "name", "direction"])
+        }
         try db.create(table: StoredSource.databaseTableName, options: .ifNotExists) { t in
             t.primaryKey("id", .text)
             t.column("settings", .text).notNull()
             t.column("position", .integer).notNull()
             t.column("created_at", .text).notNull()
         }
+    }
+
+    // MARK: Zone and line counts
+
+    /// Adds `entries` (each a count to add) to the hourly counts.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func addCounts(_ entries: [CountEntry]) throws {
+        guard !entries.isEmpty else { return }
+        do {
+            try database.write { db in
+                for entry in entries {
+                    try db.execute(sql: """
+                        INSERT INTO counts (source, hour, kind, name, direction, count) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(source, hour, kind, name, direction) DO UPDATE SET count = count + excluded.count
+                        """, arguments: [entry.source, entry.hour, entry.kind, entry.name, entry.direction, entry.count])
+                }
+            }
+        } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
+    }
+
+    /// Hourly counts of `source` (nil: all) whose hour starts at or after `from` and before `to`
+    /// (ISO 8601 UTC strings; nil: unbounded), by hour, then source, kind, name, direction.
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func counts(source: String? = nil, from: String? = nil, to: String? = nil) throws -> [CountEntry] {
+        do {
+            return try database.read { db in
+                var request = CountEntry.all()
+                if let source { request = request.filter(Column("source") == source) }
+                if let from { request = request.filter(Column("hour") >= from) }
+                if let to { request = request.filter(Column("hour") < to) }
+                return try request.order(Column("hour"), Column("source"), Column("kind"), Column("name"), Column("direction")).fetchAll(db)
+            }
+        } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
+    }
+
+    /// `text` (`2026-11-26T15:00:00Z`, or a day `2026-11-26`) as the counts table's times are
+    /// written; nil for anything else.
+    public static func countsTime(_ text: String) -> String? {
+        let full = text.count == 10 ? text + "T00:00:00Z" : text
+        return UTCTime.parseISO8601(full).map(UTCTime.iso8601)
+    }
+
+    /// The start of the hour `date` falls in, as ``counts(source:from:to:)`` keys it.
+    public static func hour(of date: Date) -> String {
+        let seconds = (date.timeIntervalSince1970 / 3600).rounded(.down) * 3600
+        return UTCTime.iso8601(Date(timeIntervalSince1970: seconds))
     }
 
     // MARK: Sources of `spotter serve`

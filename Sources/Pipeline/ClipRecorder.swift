@@ -1,7 +1,9 @@
 /// Decides which frames go into which clip: a clip opens at the first frame with a match, keeps
 /// every frame while `t - t(last match) <= postRoll` (video time), and the first frame past that
 /// closes it; a later match opens a new clip. With a pre-roll, the frames of the `preRoll` seconds
-/// before the opening match are kept in a bounded ring buffer and written first.
+/// before the opening match are kept in a bounded ring buffer and written first. Frames fed with
+/// `hold` (an object seen but not yet confirmed) are kept too, so that a match that names an
+/// earlier start (`since`: when its object was first seen) opens the clip there.
 ///
 /// ```
 ///                 match (write pre-roll, then the frame)
@@ -43,6 +45,8 @@ public struct ClipRecorder<Payload> {
     private var lastMatch = 0.0
     private var lastWritten = 0.0
     private var buffer: [(payload: Payload, time: Double)] = []
+    /// The time of the first frame held since the last frame that was neither held nor matched.
+    private var heldSince: Double?
     /// Tolerance so a frame exactly `postRoll` after the match is still written despite rounding.
     private let epsilon = 1e-9
 
@@ -51,7 +55,12 @@ public struct ClipRecorder<Payload> {
     }
 
     /// Feeds the next frame (times must not decrease) and returns what to do with it.
-    public mutating func feed(_ payload: Payload, time: Double, matched: Bool) -> [Action] {
+    ///
+    /// - Parameters:
+    ///   - hold: keep this frame (and the ones after it) in the buffer until a match or a frame
+    ///     without `hold`, whatever the pre-roll.
+    ///   - since: where a clip this match opens should start at the earliest (a held frame's time).
+    public mutating func feed(_ payload: Payload, time: Double, matched: Bool, hold: Bool = false, since: Double? = nil) -> [Action] {
         var actions: [Action] = []
         if isRecording, time - lastMatch > policy.postRoll + epsilon {
             actions.append(.close(end: lastWritten))
@@ -61,20 +70,29 @@ public struct ClipRecorder<Payload> {
             lastMatch = time
             if !isRecording {
                 isRecording = true
-                let preRoll = buffer.filter { time - $0.time <= policy.preRoll + epsilon }
+                let from = min(time - policy.preRoll, since ?? time)
+                let preRoll = buffer.filter { $0.time >= from - epsilon }
                 actions.append(.open(start: preRoll.first?.time ?? time))
                 actions += preRoll.map { .write($0.payload, time: $0.time) }
                 buffer.removeAll(keepingCapacity: true)
             }
+            heldSince = nil
+        } else if hold {
+            if heldSince == nil { heldSince = time }
+        } else {
+            heldSince = nil
         }
         if isRecording {
             actions.append(.write(payload, time: time))
             lastWritten = time
-        } else if policy.preRoll > 0 {
+        } else if policy.preRoll > 0 || heldSince != nil {
             buffer.append((payload, time))
-            while let first = buffer.first, time - first.time > policy.preRoll + epsilon || buffer.count > policy.maxPreRollFrames {
+            let keepFrom = min(time - policy.preRoll, heldSince ?? time)
+            while let first = buffer.first, first.time < keepFrom - epsilon || buffer.count > policy.maxPreRollFrames {
                 buffer.removeFirst()
             }
+        } else if !buffer.isEmpty {
+            buffer.removeAll(keepingCapacity: true)
         }
         return actions
     }

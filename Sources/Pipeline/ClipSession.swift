@@ -27,6 +27,8 @@ public final class ClipSession: @unchecked Sendable {
         /// Which detections make a frame match (open or keep a clip); all of a frame's detections
         /// are still drawn. Default nil: any detection.
         public var triggers: (@Sendable (Detection) -> Bool)?
+        /// With tracking, only objects inside one of these zones open and keep clips. Default nil: anywhere.
+        public var requiredZones: Set<String>?
 
         public init(policy: ClipRecorder<DetectedFrame>.Policy = .init(), drawBoxes: Bool = true, frameRate: Double = 25, preset: String = "ultrafast") {
             self.policy = policy
@@ -63,6 +65,9 @@ public final class ClipSession: @unchecked Sendable {
         /// Wall-clock time of the first and last frame written.
         var startedAt: Date?
         var endedAt: Date?
+        /// The tracked objects seen in it, by track id, in order of appearance.
+        var objects: [Int: ClipObject] = [:]
+        var objectOrder: [Int] = []
     }
 
     public init(album: Album, source: String, options: Options, events: @escaping @Sendable (RecorderEvent) -> Void) throws {
@@ -74,17 +79,43 @@ public final class ClipSession: @unchecked Sendable {
         recorder = ClipRecorder(policy: options.policy)
     }
 
-    /// Feeds one detected frame (in order). A frame matches when it has a detection that
-    /// `options.triggers` accepts (any detection without it).
+    /// Whether the last analyzed frame held an object not yet confirmed (frames skipped by
+    /// `every` keep holding).
+    private var holding = false
+
+    /// Feeds one detected frame (in order). Without tracking, a frame matches when it has a
+    /// detection that `options.triggers` accepts (any detection without it). With tracking, it
+    /// matches when such a detection belongs to a confirmed track (in a required zone) that is not
+    /// stationary, or while a clip is open, stationary: a clip opens at that track's first frame,
+    /// so a detection seen in a single frame opens none, and a parked car opens none once it
+    /// settled, even after frames that missed it (a clip open when it arrived goes on while it is
+    /// seen, so someone waiting at the door stays recorded).
     ///
     /// - Throws: ``MediaError`` or ``AlbumError`` when a clip cannot be written (a full disk); the
     ///   clip so far is then indexed as incomplete (or removed if nothing of it is readable) before
     ///   the error is thrown, so the album stays consistent.
     public func consume(_ item: DetectedFrame) throws {
-        let detections = item.detections ?? []
-        let matched = options.triggers.map { detections.contains(where: $0) } ?? !detections.isEmpty
+        var matched = false
+        var since: Double?
+        if let analysis = item.analysis {
+            let wanted = options.triggers.map { analysis.detections.filter($0) } ?? analysis.detections
+            if analysis.isTracked {
+                holding = wanted.contains { $0.track == nil }
+                // A stationary object (a parked car, someone standing still) keeps an open clip going
+                // while it is seen (a person waiting at the door stays recorded) but never opens one.
+                for detection in wanted where !detection.isStationary || recorder.isRecording {
+                    guard let id = detection.track, let object = analysis.tracks.first(where: { $0.track == id }) else { continue }
+                    if let required = options.requiredZones, required.isDisjoint(with: object.zones) { continue }
+                    matched = true
+                    since = min(since ?? object.firstSeen, object.firstSeen)
+                }
+            } else {
+                holding = false
+                matched = !wanted.isEmpty
+            }
+        }
         do {
-            try perform(recorder.feed(item, time: item.frame.time, matched: matched))
+            try perform(recorder.feed(item, time: item.frame.time, matched: matched, hold: holding, since: since))
         } catch {
             salvage()
             throw error
@@ -154,7 +185,24 @@ public final class ClipSession: @unchecked Sendable {
         clip.end = time
         if clip.startedAt == nil { clip.startedAt = item.decodedAt }
         clip.endedAt = item.decodedAt
-        for d in detections {
+        // Frames motion gating skipped carry the last boxes: drawn, not counted again.
+        let counted = item.analysis?.analyzed ?? false ? detections : []
+        for d in counted {
+            if let track = d.track {
+                if var object = clip.objects[track] {
+                    object.lastSeen = time
+                    if Double(d.score) > object.bestScore {
+                        object.bestScore = Double(d.score)
+                        object.bestTime = time
+                    }
+                    clip.objects[track] = object
+                } else {
+                    // From the track's first frame, which a clip that opened on it holds too.
+                    let first = item.analysis?.tracks.first { $0.track == track }.map { max(clip.start, $0.firstSeen) } ?? time
+                    clip.objects[track] = ClipObject(track: track, label: d.label, firstSeen: min(first, time), lastSeen: time, bestScore: Double(d.score), bestTime: time)
+                    clip.objectOrder.append(track)
+                }
+            }
             clip.labels.insert(d.label)
             if d.score > clip.bestScore {
                 clip.bestScore = d.score
@@ -185,7 +233,7 @@ public final class ClipSession: @unchecked Sendable {
             duration: clip.end - clip.start + 1 / options.frameRate, frames: writer.framesWritten,
             labels: clip.labels.sorted().joined(separator: ","), bestScore: Double(max(clip.bestScore, 0)),
             createdAt: Album.timestamp(), startedAt: clip.startedAt.map(UTCTime.iso8601WithOffset),
-            endedAt: clip.endedAt.map(UTCTime.iso8601WithOffset))
+            endedAt: clip.endedAt.map(UTCTime.iso8601WithOffset), objects: clip.objectOrder.compactMap { clip.objects[$0] })
         // The record beside the clip first: a row that cannot be written now is not lost.
         try album.writeRecord(entry)
         pendingRows.append(entry)

@@ -65,20 +65,30 @@ final class BoundedQueue<Element>: @unchecked Sendable {
     }
 }
 
-/// A frame with what the detector found in it.
+/// A frame with its analysis.
 public struct DetectedFrame: Sendable {
     public var frame: VideoFrame
     /// Nil for frames skipped by `every` (they reuse the last detections when drawn).
-    public var detections: [Detection]?
+    public var analysis: FrameAnalysis?
+    /// How long the analysis took, in milliseconds.
     public var inferenceMilliseconds: Double
     /// When the reader handed the frame over (wall clock, for decode-to-display latency).
     public var decodedAt: Date
 
-    public init(frame: VideoFrame, detections: [Detection]?, inferenceMilliseconds: Double, decodedAt: Date = Date()) {
+    /// The analysis's detections; nil for frames skipped by `every`.
+    public var detections: [Detection]? { analysis?.detections }
+
+    public init(frame: VideoFrame, analysis: FrameAnalysis?, inferenceMilliseconds: Double, decodedAt: Date = Date()) {
         self.frame = frame
-        self.detections = detections
+        self.analysis = analysis
         self.inferenceMilliseconds = inferenceMilliseconds
         self.decodedAt = decodedAt
+    }
+
+    /// A frame with plain detections (no tracking), as a detector alone gives them.
+    public init(frame: VideoFrame, detections: [Detection]?, inferenceMilliseconds: Double = 0, decodedAt: Date = Date()) {
+        self.init(frame: frame, analysis: detections.map { FrameAnalysis(frame: frame.index, time: frame.time, detections: $0) },
+                  inferenceMilliseconds: inferenceMilliseconds, decodedAt: decodedAt)
     }
 }
 
@@ -87,6 +97,8 @@ public struct PipelineStats: Sendable, Codable {
     public var received = 0
     public var processed = 0
     public var dropped = 0
+    /// Frames whose inference motion gating skipped (counted in `processed`).
+    public var skipped = 0
     public var elapsed: Double = 0
     public var inferenceMilliseconds: Double = 0
 
@@ -113,6 +125,8 @@ public final class FramePipeline {
         /// (the input then counts as live: frames that come while the detector is busy are
         /// dropped). Default false.
         public var realTime = false
+        /// Seconds added to every frame's time (a reconnection or a loop continues the clock).
+        public var timeOffset: Double = 0
 
         public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 2, realTime: Bool = false) {
             self.every = every
@@ -135,14 +149,22 @@ public final class FramePipeline {
         stopRequested = StopFlag(onSet: { handle.reader.interruptReading() })
     }
 
-    /// Runs to the end of the input (or a stop request). `detect` runs on the calling thread;
-    /// `consume` on a thread of its own, in frame order; `progress` on the calling thread.
-    ///
-    /// - Throws: the first error of decoding or consuming; frames before it were consumed.
+    /// Runs to the end of the input (or a stop request) with plain detections (no tracking).
     public func run(detect: (VideoFrame) throws -> [Detection], consume: @escaping @Sendable (DetectedFrame) throws -> Void,
                     progress: (PipelineStats) -> Void) throws -> PipelineStats {
+        try run(analyze: { frame in FrameAnalysis(frame: frame.index, time: frame.time, detections: try detect(frame)) },
+                consume: consume, progress: progress)
+    }
+
+    /// Runs to the end of the input (or a stop request). `analyze` runs on the calling thread,
+    /// frames in order; `consume` on a thread of its own, in frame order; `progress` on the
+    /// calling thread.
+    ///
+    /// - Throws: the first error of decoding, analysis or consuming; frames before it were consumed.
+    public func run(analyze: (VideoFrame) throws -> FrameAnalysis, consume: @escaping @Sendable (DetectedFrame) throws -> Void,
+                    progress: (PipelineStats) -> Void) throws -> PipelineStats {
         let live = options.live ?? (options.realTime || reader.info.isLive)
-        let realTime = options.realTime
+        let realTime = options.realTime, offset = options.timeOffset
         let decoded = BoundedQueue<(frame: VideoFrame, decodedAt: Date)>(capacity: live ? 1 : options.queueCapacity, keepLatest: live)
         let detected = BoundedQueue<DetectedFrame>(capacity: options.queueCapacity)
         let readError = ErrorBox(), consumeError = ErrorBox()
@@ -153,7 +175,8 @@ public final class FramePipeline {
         let decodeThread = Thread {
             do {
                 var pace: (start: ContinuousClock.Instant, firstTime: Double)?
-                while !stop.isSet, let frame = try reader.reader.nextFrame() {
+                while !stop.isSet, var frame = try reader.reader.nextFrame() {
+                    frame.time += offset
                     if realTime {
                         let clock = pace ?? (ContinuousClock.now, frame.time)
                         pace = clock
@@ -191,19 +214,25 @@ public final class FramePipeline {
         let start = ContinuousClock.now
         var lastReport = start
         var index = 0
+        var analysisError: Error?
         while let (frame, decodedAt) = decoded.pop() {
-            var detections: [Detection]? = nil
+            var analysis: FrameAnalysis? = nil
             var milliseconds = 0.0
             if live || index % max(1, options.every) == 0 {
                 let clock = ContinuousClock.now
-                detections = try detect(frame)
+                let result: FrameAnalysis
+                do { result = try analyze(frame) } catch {
+                    analysisError = error
+                    break
+                }
+                analysis = result
                 let elapsed = ContinuousClock.now - clock
                 milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-                stats.inferenceMilliseconds = milliseconds
+                if result.analyzed { stats.inferenceMilliseconds = milliseconds } else { stats.skipped += 1 }
             }
             index += 1
             stats.processed += 1
-            guard detected.push(DetectedFrame(frame: frame, detections: detections, inferenceMilliseconds: milliseconds, decodedAt: decodedAt)) else {
+            guard detected.push(DetectedFrame(frame: frame, analysis: analysis, inferenceMilliseconds: milliseconds, decodedAt: decodedAt)) else {
                 break
             }
             let now = ContinuousClock.now
@@ -224,6 +253,7 @@ public final class FramePipeline {
         stats.received = received.value
         stats.dropped = decoded.droppedCount
         stats.elapsed = Self.seconds(ContinuousClock.now - start)
+        if let error = analysisError { throw error }
         if let error = consumeError.error { throw error }
         if let error = readError.error { throw error }
         return stats

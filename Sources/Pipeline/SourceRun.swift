@@ -26,7 +26,7 @@ import Media
 ///
 /// ```swift
 /// let run = SourceRun(input: "rtsp://cam.local/live", options: .init(reconnect: true), recorder: { info in session(for: info) },
-///                     detect: { try detector.detect($0.image).detections }, events: { print($0) })
+///                     analyzer: analyzer, events: { print($0) })
 /// let stats = try run.run()   // blocks; run.stopRequested.set() from another thread ends it
 /// ```
 ///
@@ -65,8 +65,10 @@ public final class SourceRun {
         /// The source opened (again).
         case opened(VideoReader.Info)
         case state(State, message: String?)
-        /// Every frame after detection, from the consume thread, before the recorder sees it.
+        /// Every frame after its analysis, from the consume thread, before the recorder sees it.
         case frame(DetectedFrame)
+        /// Events of no frame: the objects still open when the run ends (`object_ended`).
+        case analysis([AnalysisEvent])
         /// Counters of the current connection, twice a second and once at its end.
         case progress(PipelineStats)
         case recorder(RecorderEvent)
@@ -82,21 +84,22 @@ public final class SourceRun {
     private let cancellation: ReadCancellation
     private let makeRecorder: (VideoReader.Info) throws -> ClipSession?
     private var recorder: ClipSession?
-    private let detect: (VideoFrame) throws -> [Detection]
+    private let analyzer: FrameAnalyzer
     private let events: @Sendable (Event) -> Void
 
     /// - Parameters:
     ///   - input: a file, URL or `/dev/videoN` (sample names are resolved by the caller).
     ///   - recorder: makes the clip recorder once the source is first opened (its frame rate and
     ///     frame size known); returns nil to only detect.
-    ///   - detect: runs on the run's detect thread, one frame at a time.
+    ///   - analyzer: runs on the run's thread, one frame at a time, in order, across reconnections
+    ///     (the frames' times continue, so tracks do too).
     ///   - events: called on the run's threads; keep it short.
     public init(input: String, options: Options = Options(), recorder: @escaping (VideoReader.Info) throws -> ClipSession?,
-                detect: @escaping (VideoFrame) throws -> [Detection], events: @escaping @Sendable (Event) -> Void = { _ in }) {
+                analyzer: FrameAnalyzer, events: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.input = input
         self.options = options
         makeRecorder = recorder
-        self.detect = detect
+        self.analyzer = analyzer
         self.events = events
         let control = Control(), cancellation = ReadCancellation()
         self.control = control
@@ -107,10 +110,21 @@ public final class SourceRun {
         })
     }
 
-    /// A run whose recorder exists before the source is opened (nil: detect only).
+    /// A run whose recorder exists before the source is opened (nil: detect only), with plain
+    /// detections (no tracking).
     public convenience init(input: String, options: Options = Options(), recorder: ClipSession?,
                             detect: @escaping (VideoFrame) throws -> [Detection], events: @escaping @Sendable (Event) -> Void = { _ in }) {
-        self.init(input: input, options: options, recorder: { _ in recorder }, detect: detect, events: events)
+        self.init(input: input, options: options, recorder: { _ in recorder }, analyzer: DetectionsOnly(detect), events: events)
+    }
+
+    /// An analysis that is only a detector's detections.
+    private final class DetectionsOnly: FrameAnalyzer {
+        let detect: (VideoFrame) throws -> [Detection]
+        init(_ detect: @escaping (VideoFrame) throws -> [Detection]) { self.detect = detect }
+        func analyze(_ frame: VideoFrame) throws -> FrameAnalysis {
+            FrameAnalysis(frame: frame.index, time: frame.time, detections: try detect(frame))
+        }
+        func finish() -> [AnalysisEvent] { [] }
     }
 
     /// Whether `input` names a source that delivers frames as they happen and may come back: a
@@ -178,19 +192,19 @@ public final class SourceRun {
         while true {
             events(.opened(reader.info))
             events(.state(.running, message: nil))
-            let pipeline = FramePipeline(reader: reader, options: options.pipeline)
+            var pipelineOptions = options.pipeline
+            pipelineOptions.timeOffset = timeOffset
+            let pipeline = FramePipeline(reader: reader, options: pipelineOptions)
             control.attach(pipeline.stopRequested)
             var failure: Error?
-            let offset = timeOffset
             // The connection's counters as it goes: a failed connection's frames still count.
             let connection = Locked(PipelineStats())
             var stats: PipelineStats
             do {
+                let analyzer = self.analyzer
                 stats = try pipeline.run(
-                    detect: detect,
+                    analyze: { try analyzer.analyze($0) },
                     consume: { [recorder, events] item in
-                        var item = item
-                        item.frame.time += offset
                         lastTime.value = item.frame.time
                         events(.frame(item))
                         try recorder?.consume(item)
@@ -207,6 +221,7 @@ public final class SourceRun {
             total.received += stats.received
             total.processed += stats.processed
             total.dropped += stats.dropped
+            total.skipped += stats.skipped
             total.elapsed += stats.elapsed
             total.inferenceMilliseconds = stats.inferenceMilliseconds
             if stopRequested.isSet { break }
@@ -243,6 +258,7 @@ public final class SourceRun {
             let away = lost.duration(to: .now)
             timeOffset = lastTime.value + max(1 / (reader.info.frameRate ?? 25), Double(away.components.seconds) + Double(away.components.attoseconds) * 1e-18)
         }
+        events(.analysis(analyzer.finish()))
         do { try recorder?.finish() } catch {
             events(.state(.failed, message: "\(error)"))
             throw error
@@ -253,6 +269,7 @@ public final class SourceRun {
 
     /// Finishes the open clip, reports `state` and throws `error`.
     private func end(_ state: State, throwing error: Error) throws -> PipelineStats {
+        events(.analysis(analyzer.finish()))
         try? recorder?.finish()
         events(.state(state, message: "\(error)"))
         throw error

@@ -13,15 +13,21 @@ extension Image {
     }
 }
 
-extension RectangleObservation {
-    /// A JSON-ready dictionary: `corners` (pixels), `normalized`, `box`, `confidence`, rounded.
-    public var jsonObject: [String: Any] {
+extension RectangleObservation: Encodable {
+    enum CodingKeys: String, CodingKey { case corners, normalized, box, confidence }
+
+    private struct Box: Encodable { let xmin, ymin, xmax, ymax: Double }
+
+    /// `corners` [[x, y] x4] in pixels (3 decimals), `normalized` corners (6 decimals), `box`
+    /// {xmin, ymin, xmax, ymax}, `confidence` (3 decimals).
+    public func encode(to encoder: any Encoder) throws {
         func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
         func round6(_ value: Double) -> Double { (value * 1_000_000).rounded() / 1_000_000 }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(corners.map { [round3($0.x), round3($0.y)] }, forKey: .corners)
+        try container.encode(normalizedCorners.map { [round6($0.x), round6($0.y)] }, forKey: .normalized)
         let box = boundingBox
-        return ["corners": corners.map { [round3($0.x), round3($0.y)] },
-                "normalized": normalizedCorners.map { [round6($0.x), round6($0.y)] },
-                "box": ["xmin": round3(box.minX), "ymin": round3(box.minY), "xmax": round3(box.maxX), "ymax": round3(box.maxY)],
-                "confidence": round3(confidence)]
+        try container.encode(Box(xmin: round3(box.minX), ymin: round3(box.minY), xmax: round3(box.maxX), ymax: round3(box.maxY)), forKey: .box)
+        try container.encode(round3(confidence), forKey: .confidence)
     }
 }

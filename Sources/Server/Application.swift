@@ -73,7 +73,7 @@ struct SourcesService: Service {
             while !retention.isEmpty && !Task.isCancelled {
                 do {
                     for entry in try hub.album.prune(retention) {
-                        hub.events.publish("clip_deleted", ["clip": clipObject(entry, base: hub.publicBase), "reason": "retention"])
+                        hub.events.publish("clip_deleted", source: nil, encoding: ClipDeleted(clip: ClipReport(entry, base: hub.publicBase)))
                     }
                 } catch {
                     logger.error("retention: \(error)")
@@ -140,6 +140,11 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 /// A JSON response from a JSON-serializable object.
 func jsonResponse(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
     Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: jsonData(object))))
+}
+
+/// A JSON answer of one of our Codable types.
+func jsonResponse(encoding value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+    Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: ResultEncoding.encodeData(value))))
 }
 
 /// A JSON-serializable object as one line of JSON, keys sorted (`{}` if it is not serializable).

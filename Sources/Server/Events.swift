@@ -1,6 +1,8 @@
+import Detection
 import Foundation
 import Hummingbird
 import NIOCore
+import Pipeline
 import ServiceLifecycle
 
 /// The server's event streams: every event is serialized once and handed to each subscriber, as
@@ -72,12 +74,32 @@ final class EventHub: @unchecked Sendable {
     /// Sends `{"type": type, ...object}` to every subscriber that wants it. `frame` names the frame a
     /// detection belongs to; live-stream subscribers get its JPEG from `jpeg`, asked at most once.
     func publish(_ type: String, source: String? = nil, _ object: [String: Any], frame: Int? = nil, jpeg: (() -> ByteBuffer?)? = nil) {
-        let all = lock.withLock { subscribers.values.filter { $0.wants(type: type, source: source) } }
-        guard !all.isEmpty else { return }
+        guard wanted(type: type, source: source) else { return }
         var object = object
         object["type"] = type
         if let source { object["source"] = source }
-        let data = jsonData(object)
+        publish(type, source: source, json: jsonData(object), frame: frame, jpeg: jpeg)
+    }
+
+    /// Sends an event of our Codable types: `value` encodes the whole object, `type` and `source` included.
+    func publish(_ type: String, source: String?, encoding value: some Encodable, frame: Int? = nil, jpeg: (() -> ByteBuffer?)? = nil) {
+        guard wanted(type: type, source: source) else { return }
+        publish(type, source: source, json: ResultEncoding.encodeData(value), frame: frame, jpeg: jpeg)
+    }
+
+    /// Sends an analysis event of `source` (``SourceEvent``: `type`, `source`, `t`, `frame`, fields).
+    func publish(_ event: AnalysisEvent, source: String, time: Double?, frame: Int? = nil) {
+        publish(event.type, source: source, encoding: SourceEvent(source: source, time: time, frame: frame, event: event))
+    }
+
+    private func wanted(type: String, source: String?) -> Bool {
+        lock.withLock { subscribers.values.contains { $0.wants(type: type, source: source) } }
+    }
+
+    /// Sends the JSON object `data` (with its `type` and `source`) to every subscriber that wants it.
+    private func publish(_ type: String, source: String?, json data: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?) {
+        let all = lock.withLock { subscribers.values.filter { $0.wants(type: type, source: source) } }
+        guard !all.isEmpty else { return }
         var serverSent: Message?
         var live: Message?
         for subscriber in all {
@@ -91,27 +113,24 @@ final class EventHub: @unchecked Sendable {
                 }
                 subscriber.send(serverSent!)
             case .live:
-                if live == nil { live = liveMessage(type, source: source, object: object, json: data, frame: frame, jpeg: jpeg) }
+                if live == nil { live = liveMessage(type, source: source, json: data, frame: frame, jpeg: jpeg) }
                 subscriber.send(live!)
             }
         }
     }
 
-    /// The live stream's form of an event: its JSON line, followed for a frame by the frame's JPEG.
-    private func liveMessage(_ type: String, source: String?, object: [String: Any], json: Data, frame: Int?,
-                             jpeg: (() -> ByteBuffer?)?) -> Message {
-        guard let frame, let picture = jpeg?() else {
+    /// The live stream's form of an event: its JSON line, followed for a frame by the frame's JPEG
+    /// (the line then ends with `"jpeg_bytes": N`).
+    private func liveMessage(_ type: String, source: String?, json: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?) -> Message {
+        guard let frame, let picture = jpeg?(), json.last == UInt8(ascii: "}") else {
             var bytes = ByteBuffer(bytes: json)
             bytes.writeString("\n")
             return Message(type: type, source: source, json: json, frame: nil, bytes: bytes)
         }
-        var object = object
-        object["jpeg_bytes"] = picture.readableBytes
-        let line = jsonData(object)
         var bytes = ByteBuffer()
-        bytes.reserveCapacity(line.count + 1 + picture.readableBytes)
-        bytes.writeBytes(line)
-        bytes.writeString("\n")
+        bytes.reserveCapacity(json.count + 32 + picture.readableBytes)
+        bytes.writeBytes(json.dropLast())
+        bytes.writeString((json.count > 2 ? "," : "") + "\"jpeg_bytes\":\(picture.readableBytes)}\n")
         bytes.writeImmutableBuffer(picture)
         return Message(type: type, source: source, json: json, frame: frame, bytes: bytes)
     }

@@ -5,6 +5,7 @@ import Imaging
 import Media
 import Pipeline
 import Rectangles
+import Tracking
 
 /// A source as `POST /api/v1/sources` (and the config file) describe it.
 public struct SourceSpec: Codable, Sendable, Equatable {
@@ -32,14 +33,34 @@ public struct SourceSpec: Codable, Sendable, Equatable {
     public var paused: Bool?
     /// RTSP only: `tcp` (the default, as Frigate uses: no packets lost to a firewall) or `udp`.
     public var rtspTransport: String?
+    /// Zones and lines (a zones file's JSON): zone and line events, hourly counts.
+    public var zones: ZoneLayout?
+    /// Only objects inside one of these zones open and keep clips. Default: anywhere.
+    public var requiredZones: [String]?
+    /// Skip inference on frames where nothing moves and no tracked object is moving. Default: on
+    /// for live sources (cameras, streams), off for files.
+    public var motion: Bool?
+    /// Polygons (source pixels, [[x, y], ...]) where motion is ignored.
+    public var motionMasks: [[[Double]]]?
+    /// Seconds a tracked object must stay in place to be stationary. Default 10.
+    public var stationarySeconds: Double?
 
     enum CodingKeys: String, CodingKey {
-        case input, record, classes, threshold, realtime, loop, trigger, rectangles, paused
+        case input, record, classes, threshold, realtime, loop, trigger, rectangles, paused, zones, motion
         case rtspTransport = "rtsp_transport"
+        case requiredZones = "required_zones"
+        case motionMasks = "motion_masks"
+        case stationarySeconds = "stationary_seconds"
     }
 
     public init(input: String, record: Bool? = nil, classes: [String]? = nil, threshold: Float? = nil, realtime: Bool? = nil, loop: Bool? = nil,
-                trigger: String? = nil, rectangles: Bool? = nil, paused: Bool? = nil, rtspTransport: String? = nil) {
+                trigger: String? = nil, rectangles: Bool? = nil, paused: Bool? = nil, rtspTransport: String? = nil, zones: ZoneLayout? = nil,
+                requiredZones: [String]? = nil, motion: Bool? = nil, motionMasks: [[[Double]]]? = nil, stationarySeconds: Double? = nil) {
+        self.zones = zones
+        self.requiredZones = requiredZones
+        self.motion = motion
+        self.motionMasks = motionMasks
+        self.stationarySeconds = stationarySeconds
         self.input = input
         self.record = record
         self.classes = classes
@@ -70,7 +91,25 @@ public struct SourceSpec: Codable, Sendable, Equatable {
             throw SpecError("trigger must be detection or unknown-face")
         }
         if let rtspTransport, !["tcp", "udp"].contains(rtspTransport) { throw SpecError("rtsp_transport must be tcp or udp") }
+        if let zones {
+            do { try zones.validate() } catch { throw SpecError("zones: \(error)") }
+        }
+        if let requiredZones {
+            let names = Set(zones?.zones.map(\.name) ?? [])
+            let unknown = requiredZones.filter { !names.contains($0) }
+            guard unknown.isEmpty else { throw SpecError("required_zones names no zone of this source: \(unknown.joined(separator: ", "))") }
+        }
+        if let masks = motionMasks {
+            guard masks.count <= ZoneLayout.maximumShapes, masks.allSatisfy({ (3...ZoneLayout.maximumPoints).contains($0.count) }),
+                  masks.allSatisfy({ $0.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isFinite) } }) else {
+                throw SpecError("motion_masks must be up to \(ZoneLayout.maximumShapes) polygons of 3 to \(ZoneLayout.maximumPoints) [x, y] points")
+            }
+        }
+        if let seconds = stationarySeconds, !(seconds > 0 && seconds <= 86400) { throw SpecError("stationary_seconds must be between 0 and 86400") }
     }
+
+    /// The motion masks as polygons.
+    var maskPolygons: [[Point]] { (motionMasks ?? []).map { $0.map { Point(x: $0[0], y: $0[1]) } } }
 
     /// Throws naming the classes `labels` does not have, and the ones it has.
     static func checkClasses(_ classes: [String], labels: Labels) throws {
@@ -93,6 +132,11 @@ public struct SourceSpec: Codable, Sendable, Equatable {
         if let value = patch.rectangles { spec.rectangles = value }
         if let value = patch.paused { spec.paused = value }
         if let value = patch.rtspTransport { spec.rtspTransport = value }
+        if let value = patch.zones { spec.zones = value }
+        if let value = patch.requiredZones { spec.requiredZones = value }
+        if let value = patch.motion { spec.motion = value }
+        if let value = patch.motionMasks { spec.motionMasks = value }
+        if let value = patch.stationarySeconds { spec.stationarySeconds = value }
         return spec
     }
 
@@ -113,10 +157,18 @@ public struct SourcePatch: Codable, Sendable, Equatable {
     public var rectangles: Bool?
     public var paused: Bool?
     public var rtspTransport: String?
+    public var zones: ZoneLayout?
+    public var requiredZones: [String]?
+    public var motion: Bool?
+    public var motionMasks: [[[Double]]]?
+    public var stationarySeconds: Double?
 
     enum CodingKeys: String, CodingKey {
-        case record, classes, threshold, realtime, loop, trigger, rectangles, paused
+        case record, classes, threshold, realtime, loop, trigger, rectangles, paused, zones, motion
         case rtspTransport = "rtsp_transport"
+        case requiredZones = "required_zones"
+        case motionMasks = "motion_masks"
+        case stationarySeconds = "stationary_seconds"
     }
 }
 
@@ -159,7 +211,6 @@ final class LiveSource: @unchecked Sendable {
     struct Shot {
         let number: Int
         let frame: DetectedFrame
-        let rectangles: [RectangleObservation]
     }
 
     // Everything below is guarded by `lock`.
@@ -173,8 +224,14 @@ final class LiveSource: @unchecked Sendable {
     private var recording = false
     private var clips = 0
     private var recent: [Shot] = []
-    /// Rectangles found with each frame's detections (by frame index), until the frame is shown.
-    private var foundRectangles: [(index: Int, rectangles: [RectangleObservation])] = []
+    /// The last analyzed frame's analysis (for drawing the frames motion gating skipped).
+    private var lastAnalysis: FrameAnalysis?
+    /// Tracked objects now, and zone and line counts not yet written to the album.
+    private var objects = 0
+    private var pendingCounts: [String: CountEntry] = [:]
+    private var countsFlushed = ContinuousClock.now
+    /// JPEGs of the best frames of the objects that ended last, by track id.
+    private var snapshots: [(track: Int, bytes: ByteBuffer)] = []
     private var stopFlag: StopFlag?
     private var stopped = false
     private var lastLatencyMilliseconds = 0.0
@@ -204,6 +261,22 @@ final class LiveSource: @unchecked Sendable {
     /// The input as people may see it: a password in its URL as `***`.
     var shownInput: String { Album.redactingPassword(spec.input) }
 
+    /// The source's analysis: its threshold and classes, tracking, zones, rectangles, and motion
+    /// gating (on by default for live inputs).
+    var analysisOptions: StandardAnalyzer.Options {
+        var options = StandardAnalyzer.Options(threshold: threshold, classes: classes, tracking: true)
+        options.zones = spec.zones
+        // Vision's defaults, which are valid.
+        options.rectangles = (spec.rectangles ?? false) ? RectangleDetector.Options(retriesAtFinerScale: false) : nil
+        options.tracker.stationarySeconds = spec.stationarySeconds ?? 10
+        if spec.motion ?? SourceRun.isLive(path) {
+            var motion = MotionDetector.Options()
+            motion.masks = spec.maskPolygons
+            options.motion = motion
+        }
+        return options
+    }
+
     /// Starts the run on a thread of its own: opens the input, then reads, detects on the shared
     /// pool and records until stopped (a file until its end). A paused source does not start.
     func start(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub) {
@@ -219,10 +292,12 @@ final class LiveSource: @unchecked Sendable {
             readerOptions.allowedFormats = access.allowedFormats
             if let transport = spec.rtspTransport { readerOptions.formatOptions["rtsp_transport"] = transport }
             let record = spec.record ?? true, strangersOnly = spec.recordsStrangersOnly, albumSource = albumSource
+            let requiredZones = spec.requiredZones.map(Set.init)
             // The recorder is made once the source opens (a camera that is down is waited for).
             let makeRecorder: (VideoReader.Info) throws -> ClipSession? = { [self] info in
                 guard record else { return nil }
                 var sessionOptions = ClipSession.Options(frameRate: info.frameRate ?? 25)
+                sessionOptions.requiredZones = requiredZones
                 if strangersOnly {
                     // The live view still shows everyone; only strangers open and keep clips.
                     sessionOptions.triggers = { $0.isStranger }
@@ -232,29 +307,21 @@ final class LiveSource: @unchecked Sendable {
             }
             var options = SourceRun.Options(reconnect: true, loop: spec.loop ?? false, reader: readerOptions)
             options.pipeline.realTime = spec.realtime ?? false
-            let threshold = threshold, classes = classes
-            // Vision's defaults, which are valid.
-            let rectangleDetector = (spec.rectangles ?? false) ? try? RectangleDetector(options: .init(retriesAtFinerScale: false)) : nil
-            let run = SourceRun(
-                input: path, options: options, recorder: makeRecorder,
-                detect: { [self] frame in
-                    // Refining (face recognition) and rectangles hold the detector too: one budget for all.
+            let analyzer: StandardAnalyzer
+            do {
+                analyzer = try StandardAnalyzer(options: analysisOptions) { image, keep in
+                    // Face recognition holds the detector too: one budget for all.
                     try pool.withDetector { detector in
-                        let found = try detector.detect(frame.image).detections.filter { d in
-                            d.score >= threshold && (classes?.contains(d.label.lowercased()) ?? true)
-                        }
-                        if let rectangleDetector {
-                            let rectangles = rectangleDetector.detect(in: frame.image)
-                            lock.withLock {
-                                foundRectangles.append((frame.index, rectangles))
-                                // Frames are shown in order, one or two behind at most; a few more is a bound.
-                                if foundRectangles.count > 16 { foundRectangles.removeFirst() }
-                            }
-                        }
-                        return try refine?(found, frame.image) ?? found
+                        let found = try detector.detect(image).detections.filter(keep)
+                        return try refine?(found, image) ?? found
                     }
-                },
-                events: { [self] event in handle(event, events: events) })
+                }
+            } catch {
+                update(state: .failed, message: "\(error)", events: events)
+                return
+            }
+            let run = SourceRun(input: path, options: options, recorder: makeRecorder, analyzer: analyzer,
+                                events: { [self] event in handle(event, events: events, album: album) })
             let stopNow = lock.withLock {
                 stopFlag = run.stopRequested
                 return stopped
@@ -293,7 +360,7 @@ final class LiveSource: @unchecked Sendable {
         events.publish("source_state", source: id, object)
     }
 
-    private func handle(_ event: SourceRun.Event, events: EventHub) {
+    private func handle(_ event: SourceRun.Event, events: EventHub, album: Album) {
         switch event {
         case .opened(let info):
             lock.withLock {
@@ -302,17 +369,20 @@ final class LiveSource: @unchecked Sendable {
             }
         case .state(let state, let message):
             update(state: state, message: message, events: events)
+            if [.finished, .stopped, .failed].contains(state) { flushCounts(album) }
         case .progress(let current):
             let (fraction, snapshot) = lock.withLock { () -> (Double?, PipelineStats) in
                 stats.received = connectionBase.received + current.received
                 stats.processed = connectionBase.processed + current.processed
                 stats.dropped = connectionBase.dropped + current.dropped
+                stats.skipped = connectionBase.skipped + current.skipped
                 stats.elapsed = connectionBase.elapsed + current.elapsed
                 stats.inferenceMilliseconds = current.inferenceMilliseconds
                 return (progressFraction, stats)
             }
             var object: [String: Any] = [
                 "processed": snapshot.processed, "received": snapshot.received, "dropped": snapshot.dropped,
+                "analyzed": snapshot.processed - snapshot.skipped, "skipped": snapshot.skipped,
                 "fps": round1(snapshot.fps), "inference_ms": round1(snapshot.inferenceMilliseconds),
             ]
             if let fraction {
@@ -321,55 +391,104 @@ final class LiveSource: @unchecked Sendable {
             } else {
                 events.publish("source_stats", source: id, object)
             }
+            flushCounts(album, ifOlderThan: .seconds(10))
         case .frame(let item):
-            let (number, rectangles) = lock.withLock { () -> (Int, [RectangleObservation]?) in
+            let number = lock.withLock { () -> Int in
                 frames += 1
-                // This frame's rectangles; those of frames that never came through are dropped.
-                var rectangles: [RectangleObservation]?
-                if let at = foundRectangles.firstIndex(where: { $0.index == item.frame.index }) {
-                    rectangles = foundRectangles[at].rectangles
-                    foundRectangles.removeFirst(at + 1)
+                if let analysis = item.analysis {
+                    lastAnalysis = analysis
+                    objects = analysis.tracks.count
                 }
-                recent.append(Shot(number: frames, frame: item, rectangles: rectangles ?? []))
+                recent.append(Shot(number: frames, frame: item))
                 if recent.count > 4 { recent.removeFirst() }
-                return (frames, rectangles)
+                return frames
             }
-            guard events.subscriberCount > 0 else { return }
-            let image = item.frame.image
-            var event: [String: Any] = [
-                "frame": number, "time": (item.frame.time * 1000).rounded() / 1000,
-                "decoded_at": (item.decodedAt.timeIntervalSince1970 * 1000).rounded(),
-                "width": image.width, "height": image.height, "inference_ms": round1(item.inferenceMilliseconds),
-                "image_url": "/api/v1/sources/\(id)/frames/\(number).jpg",
-                "detections": (item.detections ?? []).map { d in
-                    let box: [Double] = [d.box.minX, d.box.minY, d.box.maxX, d.box.maxY].map { (Double($0) * 10).rounded() / 10 }
-                    var object: [String: Any] = ["label": d.label, "score": (Double(d.score) * 1000).rounded() / 1000, "box": box]
-                    if let identity = d.identity {
-                        let name: Any = identity.name ?? NSNull()
-                        let distance: Any = identity.distance.map { (Double($0) * 1000).rounded() / 1000 } ?? NSNull()
-                        object["identity"] = ["name": name, "distance": distance]
-                    }
-                    return object
-                },
-            ]
-            if let rectangles { event["rectangles"] = rectangles.map(\.jsonObject) }
-            events.publish("detection", source: id, event, frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
+            if let analysis = item.analysis {
+                publish(analysis.events, time: analysis.time, frame: number, events: events)
+                count(analysis.events)
+            }
+            guard events.subscriberCount > 0, let analysis = item.analysis ?? lock.withLock({ lastAnalysis }) else { return }
+            let frame = LiveFrame(source: id, number: number, analysis: analysis, decodedAt: item.decodedAt, width: item.frame.image.width,
+                                  height: item.frame.image.height, inferenceMilliseconds: item.inferenceMilliseconds)
+            events.publish("detection", source: id, encoding: frame, frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
+        case .analysis(let ended):
+            publish(ended, time: nil, frame: nil, events: events)
         case .recorder:
             break
         }
     }
 
+    /// Publishes analysis events; an ended object's best frame becomes its snapshot.
+    private func publish(_ analysisEvents: [AnalysisEvent], time: Double?, frame: Int?, events: EventHub) {
+        for var event in analysisEvents {
+            if case .objectEnded(var object) = event, let picture = object.snapshot,
+               let bytes = try? ImageFile.encode(picture, format: .jpeg(quality: 85), path: "object \(object.track)") {
+                lock.withLock {
+                    snapshots.append((object.track, ByteBuffer(bytes: bytes)))
+                    if snapshots.count > 64 { snapshots.removeFirst() }
+                }
+                object.snapshotURL = "\(publicBase)/api/v1/sources/\(id)/objects/\(object.track)/snapshot.jpg"
+                event = .objectEnded(object)
+            }
+            events.publish(event, source: id, time: time, frame: frame)
+        }
+    }
+
+    /// The JPEG of an ended object's best detection (one of the last 64), nil when gone.
+    func snapshot(track: Int) -> ByteBuffer? {
+        lock.withLock { snapshots.last { $0.track == track }?.bytes }
+    }
+
+    /// Adds zone entries and line crossings to this hour's counts.
+    private func count(_ analysisEvents: [AnalysisEvent]) {
+        let hour = Album.hour(of: Date())
+        for event in analysisEvents {
+            guard case .zone(let zoneEvent) = event else { continue }
+            let entry: CountEntry
+            switch zoneEvent {
+            case .enter(_, let zone): entry = CountEntry(source: id, hour: hour, kind: "zone", name: zone, direction: "", count: 1)
+            case .cross(_, let line, let direction): entry = CountEntry(source: id, hour: hour, kind: "line", name: line, direction: direction.rawValue, count: 1)
+            case .exit, .loitering: continue
+            }
+            let key = "\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)"
+            lock.withLock { pendingCounts[key, default: CountEntry(source: id, hour: hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += 1 }
+        }
+    }
+
+    /// Writes the counts not yet in the album (at most every `interval`); kept for the next try when
+    /// the index is busy.
+    func flushCounts(_ album: Album, ifOlderThan interval: Duration = .zero) {
+        let pending = lock.withLock { () -> [CountEntry] in
+            guard !pendingCounts.isEmpty, countsFlushed.duration(to: .now) >= interval else { return [] }
+            countsFlushed = .now
+            defer { pendingCounts.removeAll() }
+            return Array(pendingCounts.values)
+        }
+        guard !pending.isEmpty else { return }
+        do { try album.addCounts(pending) } catch {
+            lock.withLock {
+                for entry in pending {
+                    pendingCounts["\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)", default: CountEntry(
+                        source: entry.source, hour: entry.hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += entry.count
+                }
+            }
+        }
+    }
+
+    /// Counts not yet written, for answers that must include them.
+    var unflushedCounts: [CountEntry] { lock.withLock { Array(pendingCounts.values) } }
+
     private func recorderEvent(_ event: RecorderEvent, events: EventHub) {
         switch event {
         case .clipStarted(_, let start):
             lock.withLock { recording = true }
-            events.publish("clip_started", source: id, ["start": (start * 1000).rounded() / 1000])
+            events.publish(.clipStarted(path: nil, start: start), source: id, time: start)
         case .clipFinished(let entry):
             lock.withLock {
                 recording = false
                 clips += 1
             }
-            events.publish("clip_finished", source: id, ["clip": clipObject(entry, base: publicBase)])
+            events.publish(.clipFinished(ClipReport(entry, base: publicBase)), source: id, time: entry.end)
         }
     }
 
@@ -396,8 +515,10 @@ final class LiveSource: @unchecked Sendable {
             var image = shot.frame.frame.image
             if boxes {
                 if annotator == nil { annotator = try Annotator() }
-                image.outline(shot.rectangles)
-                annotator?.draw(shot.frame.detections ?? [], on: &image)
+                let analysis = shot.frame.analysis ?? lock.withLock { lastAnalysis }
+                if let zones = spec.zones { image.draw(zones.inPixels(width: image.width, height: image.height)) }
+                image.outline(analysis?.rectangles ?? [])
+                annotator?.draw(analysis?.detections ?? [], on: &image)
             }
             // Kept as a ByteBuffer: every response shares its storage instead of copying it.
             let bytes = ByteBuffer(bytes: try ImageFile.encode(image, format: .jpeg(quality: 80), path: "frame \(shot.number)"))
@@ -418,11 +539,18 @@ final class LiveSource: @unchecked Sendable {
                 "realtime": spec.realtime ?? false, "loop": spec.loop ?? false, "rectangles": spec.rectangles ?? false,
                 "recording": recording, "clips": clips, "frames": frames,
                 "received": stats.received, "processed": stats.processed, "dropped": stats.dropped,
+                "analyzed": stats.processed - stats.skipped, "skipped": stats.skipped, "motion": analysisOptions.motion != nil,
+                "objects": objects, "stationary_seconds": spec.stationarySeconds ?? 10,
                 "fps": round1(stats.fps), "inference_ms": round1(stats.inferenceMilliseconds),
                 "snapshot_url": "/api/v1/sources/\(id)/snapshot.jpg", "album_source": albumSource,
                 "rtsp_transport": spec.rtspTransport ?? "tcp",
             ]
             if let message { object["message"] = message }
+            if let zones = spec.zones, let data = try? JSONEncoder().encode(zones), let json = try? JSONSerialization.jsonObject(with: data) {
+                object["zones"] = json
+            }
+            if let required = spec.requiredZones { object["required_zones"] = required }
+            if let masks = spec.motionMasks { object["motion_masks"] = masks }
             if let info {
                 // As displayed: a phone video's rotation applied.
                 let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
@@ -436,8 +564,8 @@ final class LiveSource: @unchecked Sendable {
     }
 
     /// Counters for /metrics.
-    var metrics: (fps: Double, inference: Double, dropped: Int, processed: Int, recording: Bool) {
-        lock.withLock { (stats.fps, stats.inferenceMilliseconds, stats.dropped, stats.processed, recording) }
+    var metrics: (fps: Double, inference: Double, dropped: Int, processed: Int, skipped: Int, recording: Bool) {
+        lock.withLock { (stats.fps, stats.inferenceMilliseconds, stats.dropped, stats.processed, stats.skipped, recording) }
     }
 }
 
@@ -629,20 +757,87 @@ func round3(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
 /// `value` to 4 decimals (scores).
 func round4(_ value: Double) -> Double { (value * 10000).rounded() / 10000 }
 
-/// A clip as the API, events and webhooks show it: times to the millisecond, scores to 4
-/// decimals, wall-clock `started_at`/`ended_at`, and URLs under `base` (`https://cams.example.com`;
-/// empty for paths on this server).
-func clipObject(_ clip: ClipEntry, base: String = "") -> [String: Any] {
-    let name = URL(fileURLWithPath: clip.clip).lastPathComponent
-    var object: [String: Any] = [
-        "id": clip.id ?? 0, "source": clip.source, "start": round3(clip.start), "end": round3(clip.end), "duration": round3(clip.duration),
-        "frames": clip.frames, "labels": clip.labels.split(separator: ",").map(String.init), "best_score": round4(clip.bestScore),
-        "incomplete": clip.incomplete, "created_at": clip.createdAt, "url": base + "/media/clips/\(name)",
-        "started_at": clip.startedAt ?? NSNull(), "ended_at": clip.endedAt ?? NSNull(),
-    ]
-    if let thumbnail = clip.thumbnail {
-        object["thumbnail_url"] = base + "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).lastPathComponent)"
-        object["snapshot_url"] = base + "/media/thumbnails/\(URL(fileURLWithPath: thumbnail).deletingPathExtension().lastPathComponent)-full.jpg"
+/// `GET /api/v1/counts`'s answer: `from`, `to` (null: now) and `counts` [{`source`, `hour`,
+/// `kind` (`zone`: entries, `line`: crossings), `name`, `direction` (`in`, `out`, or "" for a
+/// zone), `count`}].
+struct CountsAnswer: Encodable {
+    let from: String
+    let to: String?
+    let counts: [CountEntry]
+
+    enum CodingKeys: String, CodingKey { case from, to, counts }
+
+    /// A row as the API shows it: `direction` only for a line.
+    private struct Row: Encodable {
+        let source, hour, kind, name: String
+        let direction: String?
+        let count: Int
     }
-    return object
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(from, forKey: .from)
+        try container.encode(to, forKey: .to)
+        try container.encode(counts.map {
+            Row(source: $0.source, hour: $0.hour, kind: $0.kind, name: $0.name, direction: $0.direction.isEmpty ? nil : $0.direction, count: $0.count)
+        }, forKey: .counts)
+    }
+}
+
+/// `GET /api/v1/album`'s answer: a page of clips and the URL of the next (null on the last).
+struct ClipPage: Encodable {
+    let clips: [ClipReport]
+    let next: String?
+
+    enum CodingKeys: String, CodingKey { case clips, next }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(clips, forKey: .clips)
+        try container.encode(next, forKey: .next)
+    }
+}
+
+/// The `clip_deleted` event: `{"type": "clip_deleted", "clip": ..., "reason": "retention"}`.
+struct ClipDeleted: Encodable {
+    let type = "clip_deleted"
+    let clip: ClipReport
+    let reason = "retention"
+}
+
+/// The `detection` event of a source (SSE and the live stream): the frame's analysis (`t`,
+/// `analyzed`, `detections`, `rectangles`, `zones`) with `source`, `frame` (the number its JPEG is
+/// served under, `image_url`), `decoded_at` (ms since 1970), `width`, `height`, `inference_ms`.
+struct LiveFrame: Encodable {
+    let source: String
+    let number: Int
+    let analysis: FrameAnalysis
+    let decodedAt: Date
+    let width, height: Int
+    let inferenceMilliseconds: Double
+
+    enum CodingKeys: String, CodingKey {
+        case type, source, frame, analyzed, detections, rectangles, zones, width, height
+        case time = "t"
+        case decodedAt = "decoded_at"
+        case inferenceMilliseconds = "inference_ms"
+        case imageURL = "image_url"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("detection", forKey: .type)
+        try container.encode(source, forKey: .source)
+        try container.encode(number, forKey: .frame)
+        try container.encode(ResultEncoding.round3(analysis.time), forKey: .time)
+        try container.encode(analysis.analyzed, forKey: .analyzed)
+        try container.encode(analysis.detections, forKey: .detections)
+        try container.encodeIfPresent(analysis.rectangles, forKey: .rectangles)
+        try container.encodeIfPresent(analysis.zones, forKey: .zones)
+        try container.encode((decodedAt.timeIntervalSince1970 * 1000).rounded(), forKey: .decodedAt)
+        try container.encode(width, forKey: .width)
+        try container.encode(height, forKey: .height)
+        try container.encode(round1(inferenceMilliseconds), forKey: .inferenceMilliseconds)
+        try container.encode("/api/v1/sources/\(source)/frames/\(number).jpg", forKey: .imageURL)
+    }
 }

@@ -4,9 +4,12 @@ import Foundation
 /// tests call every operation it lists and check the answer against its documented statuses.
 enum OpenAPI {
     static let document: String = {
-        func response(_ description: String, _ type: String? = "application/json") -> [String: Any] {
+        func response(_ description: String, _ type: String? = "application/json", schema: String? = nil) -> [String: Any] {
             var object: [String: Any] = ["description": description]
-            if let type { object["content"] = [type: ["schema": ["type": type == "application/json" ? "object" : "string"]]] }
+            if let type {
+                let body: [String: Any] = schema.map { ["$ref": "#/components/schemas/\($0)"] } ?? ["type": type == "application/json" ? "object" : "string"]
+                object["content"] = [type: ["schema": body]]
+            }
             return object
         }
         let error = response("an error: {\"error\": {\"status\", \"message\"}}")
@@ -32,34 +35,21 @@ enum OpenAPI {
                               "parameters": [parameter("source", "query", "string", "show only this source")],
                               "responses": ["200": response("HTML page", "text/html"), "401": unauthorized]]],
             "/api/v1/sources": [
-                "get": ["summary": "Sources and their status", "responses": ["200": response("{\"sources\": [status]}"), "401": unauthorized]],
+                "get": ["summary": "Sources and their status", "responses": ["200": response("{\"sources\": [status]}", schema: "SourceList"), "401": unauthorized]],
                 "post": ["summary": "Add a source: a camera, stream, file or sample",
-                         "requestBody": ["required": true, "content": ["application/json": ["schema": [
-                             "type": "object", "required": ["input"],
-                             "properties": [
-                                 "input": ["type": "string", "description": "file, rtsp/http(s)/tcp/udp/hls URL, /dev/videoN or sample name"],
-                                 "record": ["type": "boolean", "description": "record clips into the album (default true)"],
-                                 "classes": ["type": "array", "items": ["type": "string"], "description": "labels to detect and record (default [\"person\"]; [] for all)"],
-                                 "threshold": ["type": "number", "description": "lowest score, 0.05...1 (default 0.5)"],
-                                 "realtime": ["type": "boolean", "description": "play a file at its own pace, as a camera (default false: a job as fast as possible)"],
-                                 "trigger": ["type": "string", "enum": ["detection", "unknown-face"],
-                                             "description": "what records: any detection of classes (default), or a stranger's face (serve --faces)"],
-                                 "loop": ["type": "boolean", "description": "start a file again at its end (default false)"],
-                                 "rectangles": ["type": "boolean", "description": "also find rectangles (pages, cards, screens) on every frame with Vision's default options: in detection events as rectangles [{corners, normalized, box, confidence}], outlined in the live view and snapshots (default false)"],
-                             ],
-                         ]]]],
-                         "responses": ["201": response("the source's status, with its id"), "400": error, "409": error, "413": error, "415": error,
+                         "requestBody": ["required": true, "content": ["application/json": ["schema": ["$ref": "#/components/schemas/SourceSpec"]]]],
+                         "responses": ["201": response("the source's status, with its id", schema: "SourceStatus"), "400": error, "409": error, "413": error, "415": error,
                                        "503": error, "401": unauthorized]],
             ],
             "/api/v1/sources/{id}": [
                 "get": ["summary": "One source's status: state (opening, waiting, running, reconnecting, paused, finished, stopped, failed) and its message, origin (api or config), settings, fps, inference ms, dropped frames, recording, progress of files",
-                        "parameters": [sourceID], "responses": ["200": response("status"), "404": error, "401": unauthorized]],
+                        "parameters": [sourceID], "responses": ["200": response("status", schema: "SourceStatus"), "404": error, "401": unauthorized]],
                 "delete": ["summary": "Stop and remove a source (its open clip is finished and indexed); it is not started again after a restart",
                            "parameters": [sourceID], "responses": ["204": response("removed", nil), "404": error, "507": error, "401": unauthorized]],
-                "patch": ["summary": "Change a source's settings (any of record, classes, threshold, realtime, loop, trigger, rectangles, paused, rtsp_transport): it restarts with them under the same id; kept across restarts",
+                "patch": ["summary": "Change a source's settings (any of record, classes, threshold, realtime, loop, trigger, rectangles, paused, rtsp_transport, zones, required_zones, motion, motion_masks, stationary_seconds): it restarts with them under the same id; kept across restarts",
                           "parameters": [sourceID],
-                          "requestBody": ["required": true, "content": ["application/json": ["schema": ["type": "object"]]]],
-                          "responses": ["200": response("the source's status"), "400": error, "404": error, "415": error, "507": error,
+                          "requestBody": ["required": true, "content": ["application/json": ["schema": ["$ref": "#/components/schemas/SourcePatch"]]]],
+                          "responses": ["200": response("the source's status", schema: "SourceStatus"), "400": error, "404": error, "415": error, "507": error,
                                         "401": unauthorized]],
             ],
             "/api/v1/sources/{id}/snapshot.jpg": ["get": [
@@ -71,6 +61,18 @@ enum OpenAPI {
                 "summary": "One of the source's last frames (N.jpg, N from its detection event), encoded once for every viewer",
                 "parameters": [sourceID, parameter("name", "path", "string", "N.jpg"), parameter("boxes", "query", "boolean", "draw the boxes (default false)")],
                 "responses": ["200": response("JPEG", "image/jpeg"), "400": error, "404": error, "401": unauthorized],
+            ]],
+            "/api/v1/sources/{id}/objects/{track}/snapshot.jpg": ["get": [
+                "summary": "The best detection of an ended object (its object_ended event's snapshot_url; the last 64 per source)",
+                "parameters": [sourceID, parameter("track", "path", "integer", "the object's track id")],
+                "responses": ["200": response("JPEG", "image/jpeg"), "400": error, "404": error, "401": unauthorized],
+            ]],
+            "/api/v1/counts": ["get": [
+                "summary": "Zone entries and line crossings (per direction) per hour, kept in the album's index",
+                "parameters": [parameter("source", "query", "string", "only this source"),
+                               parameter("from", "query", "string", "hours from (ISO 8601; default 24 hours ago)"),
+                               parameter("to", "query", "string", "hours before (ISO 8601)")],
+                "responses": ["200": response("counts per source, hour, zone or line and direction", schema: "Counts"), "400": error, "401": unauthorized],
             ]],
             "/samples": ["get": ["summary": "Demo videos: download with progress, then process",
                                  "responses": ["200": response("HTML page", "text/html"), "401": unauthorized]]],
@@ -91,10 +93,10 @@ enum OpenAPI {
                               "507": error, "401": unauthorized],
             ]],
             "/api/v1/events": ["get": [
-                "summary": "Server-Sent Events: detection (frame, decoded_at, width, height, detections, image_url, and rectangles for sources that find them), clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_removed, clip_deleted, download_progress, download_finished, download_failed",
+                "summary": "Server-Sent Events (schema Event): detection (a frame's analysis), object_started, object_updated, object_ended, zone_enter, zone_exit, loitering, line_cross, clip_started, clip_finished, source_state, source_stats, job_progress, source_added, source_changed, source_removed, clip_deleted, download_progress, download_finished, download_failed",
                 "parameters": [parameter("source", "query", "string", "only this source's events"),
                                parameter("types", "query", "string", "comma-separated event types to keep")],
-                "responses": ["200": response("an endless event stream", "text/event-stream"), "401": unauthorized],
+                "responses": ["200": response("an endless event stream: `event: TYPE` and `data: JSON` (an Event) per event", "text/event-stream"), "401": unauthorized],
             ]],
             "/api/v1/live": ["get": [
                 "summary": "The live view's stream: one line of JSON per event (the same events as /api/v1/events); a detection line carries jpeg_bytes, and that many bytes of its frame's JPEG follow the line. A slow reader skips to the newest frame",
@@ -116,12 +118,12 @@ enum OpenAPI {
                     parameter("before", "query", "integer", "page: clips with an id below this"),
                     parameter("limit", "query", "integer", "page size, 1...500 (default 50)"),
                 ],
-                "responses": ["200": response("{\"clips\": [{id, source, start, end, duration, frames, labels, best_score, incomplete, created_at, url, thumbnail_url}], \"next\": URL or null}"),
+                "responses": ["200": response("a page of clips, newest first, and the next page's URL (null on the last)", schema: "AlbumPage"),
                               "400": error, "401": unauthorized],
             ]],
             "/api/v1/album/{id}": [
                 "get": ["summary": "One clip", "parameters": [parameter("id", "path", "integer", "clip id")],
-                        "responses": ["200": response("the clip"), "404": error, "401": unauthorized]],
+                        "responses": ["200": response("the clip", schema: "Clip"), "404": error, "401": unauthorized]],
                 "delete": ["summary": "Delete a clip, its thumbnail and its index row", "parameters": [parameter("id", "path", "integer", "clip id")],
                            "responses": ["204": response("deleted", nil), "404": error, "409": error, "401": unauthorized]],
             ],
@@ -142,7 +144,7 @@ enum OpenAPI {
             "/api/v1/detect": ["post": [
                 "summary": "Detect objects in a picture: the object `spotter detect --json` prints",
                 "parameters": detectParameters, "requestBody": picture,
-                "responses": ["200": response("{image, width, height, timings_ms, detections: [{label, class_id, score, box, identity (serve --faces: {name, distance})}]}"),
+                "responses": ["200": response("the picture's detections", schema: "PictureResult"),
                               "400": error, "413": error, "415": error, "422": error, "503": error, "401": unauthorized],
             ]],
             "/v1/vision/detection": ["post": [
@@ -167,15 +169,126 @@ enum OpenAPI {
             }
             checked[path] = operations
         }
+
+        // The JSON shapes, one per concept (the Swift types that encode them are named alike).
+        func object(_ properties: [String: Any], required: [String], closed: Bool = true) -> [String: Any] {
+            var schema: [String: Any] = ["type": "object", "properties": properties, "required": required]
+            if closed { schema["additionalProperties"] = false }
+            return schema
+        }
+        func ref(_ name: String) -> [String: Any] { ["$ref": "#/components/schemas/\(name)"] }
+        func array(_ items: [String: Any]) -> [String: Any] { ["type": "array", "items": items] }
+        let number: [String: Any] = ["type": "number"], integer: [String: Any] = ["type": "integer"]
+        let string: [String: Any] = ["type": "string"], boolean: [String: Any] = ["type": "boolean"]
+        let nullableString: [String: Any] = ["type": ["string", "null"]]
+        let point = ["type": "array", "items": number, "minItems": 2, "maxItems": 2] as [String: Any]
+        let score: [String: Any] = ["type": "number", "minimum": 0, "maximum": 1]
+        let sourceSettings: [String: Any] = [
+            "input": ["type": "string", "description": "file, rtsp/http(s)/tcp/udp/hls URL, /dev/videoN or sample name"],
+            "record": ["type": "boolean", "description": "record clips into the album (default true)"],
+            "classes": ["type": "array", "items": string, "description": "labels to detect and record (default the server's --classes, else [\"person\"]; [] for all)"],
+            "threshold": ["type": "number", "description": "lowest score, 0.05...1 (default the server's --threshold, else 0.5)"],
+            "realtime": ["type": "boolean", "description": "play a file at its own pace, as a camera (default false: a job as fast as possible)"],
+            "trigger": ["type": "string", "enum": ["detection", "unknown-face"],
+                        "description": "what records: a tracked object of classes (default), or a stranger's face (serve --faces)"],
+            "loop": ["type": "boolean", "description": "start a file again at its end (default false)"],
+            "rectangles": ["type": "boolean", "description": "also find rectangles (pages, cards, screens) on every frame: in detection events as rectangles, outlined in the live view and snapshots (default false)"],
+            "rtsp_transport": ["type": "string", "enum": ["tcp", "udp"], "description": "RTSP over TCP (default) or UDP"],
+            "zones": ref("ZoneLayout"),
+            "required_zones": ["type": "array", "items": string, "description": "a clip opens only for objects inside one of these zones"],
+            "motion": ["type": "boolean", "description": "skip inference on frames where nothing moves (default true for live inputs, false for files)"],
+            "motion_masks": ["type": "array", "items": array(point), "description": "polygons (source pixels) where motion is ignored"],
+            "stationary_seconds": ["type": "number", "description": "seconds an object stays in place to be stationary (default 10)"],
+        ]
+        var patchSettings = sourceSettings
+        patchSettings["paused"] = ["type": "boolean", "description": "stop reading the source, keeping it"]
+        patchSettings["input"] = nil
+        let objectFields: [String: Any] = [
+            "track": integer, "label": string, "class_id": integer, "first_t": number, "last_t": number, "score": score, "box": ref("Box"),
+            "best_score": score, "best_t": number, "stationary": boolean, "zones": array(string),
+            "snapshot_url": ["type": "string", "description": "object_ended on the server: its best detection's JPEG"],
+        ]
+        let placed: [String: Any] = ["source": string, "t": number, "frame": integer]
+        func event(_ types: [String], _ fields: [String: Any], required: [String]) -> [String: Any] {
+            object(fields.merging(placed) { a, _ in a }.merging(["type": ["enum": types]]) { a, _ in a }, required: ["type"] + required)
+        }
+        let schemas: [String: Any] = [
+            "Box": object(["xmin": number, "ymin": number, "xmax": number, "ymax": number], required: ["xmin", "ymin", "xmax", "ymax"]),
+            "Detection": object([
+                "label": string, "class_id": integer, "score": score, "box": ref("Box"),
+                "keypoints": ["type": "array", "items": point, "description": "face landmarks (BlazeFace)"],
+                "identity": object(["name": nullableString, "distance": ["type": ["number", "null"]]], required: ["name", "distance"]),
+                "track": ["type": "integer", "minimum": 1, "description": "the tracked object's id (tracked streams)"],
+                "stationary": boolean,
+            ], required: ["label", "class_id", "score", "box"]),
+            "Rectangle": object(["corners": array(point), "normalized": array(point), "box": ref("Box"), "confidence": number],
+                                required: ["corners", "normalized", "box", "confidence"]),
+            "PictureResult": object([
+                "image": string, "width": integer, "height": integer, "detections": array(ref("Detection")),
+                "timings_ms": ["type": "object", "additionalProperties": number],
+                "rectangles": array(ref("Rectangle")),
+            ], required: ["image", "width", "height", "detections", "timings_ms"]),
+            "ZoneLayout": object([
+                "zones": array(object(["name": string, "polygon": array(point), "inertia": integer, "loitering_seconds": number], required: ["name", "polygon"])),
+                "lines": array(object(["name": string, "from": point, "to": point], required: ["name", "from", "to"])),
+                "normalized": ["type": "boolean", "description": "coordinates are fractions 0...1 of the frame (default false: pixels)"],
+            ], required: []),
+            "SourceSpec": object(sourceSettings, required: ["input"]),
+            "SourcePatch": object(patchSettings, required: []),
+            "SourceStatus": object(sourceSettings.merging([
+                "id": string, "kind": ["enum": ["file", "live", "sample"]], "origin": ["enum": ["api", "config"]],
+                "state": ["enum": ["opening", "waiting", "running", "reconnecting", "paused", "finished", "stopped", "failed"]],
+                "message": string, "paused": boolean, "recording": boolean, "frames": integer, "received": integer, "processed": integer,
+                "analyzed": integer, "skipped": integer, "dropped": integer, "objects": integer, "clips": integer,
+                "fps": number, "inference_ms": number, "snapshot_url": string, "album_source": string,
+                "width": integer, "height": integer,
+            ]) { a, _ in a }, required: ["id", "input", "kind", "origin", "state", "frames", "analyzed", "skipped", "dropped"], closed: false),
+            "SourceList": object(["sources": array(ref("SourceStatus"))], required: ["sources"]),
+            "ClipObject": object(["track": integer, "label": string, "first_t": number, "last_t": number, "best_score": score, "best_t": number],
+                                 required: ["track", "label", "first_t", "last_t", "best_score", "best_t"]),
+            "Clip": object([
+                "id": integer, "source": string, "start": number, "end": number, "duration": number, "frames": integer,
+                "labels": array(string), "best_score": number, "incomplete": boolean, "created_at": string,
+                "started_at": nullableString, "ended_at": nullableString, "objects": array(ref("ClipObject")),
+                "url": string, "thumbnail_url": string, "snapshot_url": string,
+            ], required: ["id", "source", "start", "end", "duration", "frames", "labels", "best_score", "incomplete", "created_at", "objects", "url"]),
+            "AlbumPage": object(["clips": array(ref("Clip")), "next": nullableString], required: ["clips", "next"]),
+            "Counts": object([
+                "from": string, "to": nullableString,
+                "counts": array(object([
+                    "source": string, "hour": ["type": "string", "description": "the hour's start, ISO 8601 UTC"],
+                    "kind": ["enum": ["zone", "line"]], "name": string,
+                    "direction": ["enum": ["in", "out"], "description": "lines only"], "count": integer,
+                ], required: ["source", "hour", "kind", "name", "count"])),
+            ], required: ["from", "to", "counts"]),
+            "Event": ["oneOf": [
+                event(["detection"], [
+                    "analyzed": ["type": "boolean", "description": "false: motion gating skipped inference; the tracks' boxes are shown"],
+                    "detections": array(ref("Detection")), "rectangles": array(ref("Rectangle")),
+                    "zones": array(object(["name": string, "tracks": array(integer)], required: ["name", "tracks"])),
+                    "width": integer, "height": integer, "decoded_at": ["type": "integer", "description": "ms since 1970"],
+                    "image_url": string, "inference_ms": number, "jpeg_bytes": integer,
+                ], required: ["source", "frame", "t", "analyzed", "detections", "width", "height"]),
+                event(["object_started", "object_updated", "object_ended"], objectFields,
+                      required: ["track", "label", "class_id", "first_t", "last_t", "score", "box", "best_score", "best_t", "stationary", "zones"]),
+                event(["zone_enter", "zone_exit", "loitering"], ["track": integer, "zone": string], required: ["track", "zone"]),
+                event(["line_cross"], ["track": integer, "line": string, "direction": ["enum": ["in", "out"]]], required: ["track", "line", "direction"]),
+                event(["clip_started"], ["start": number], required: ["start"]),
+                event(["clip_finished"], ["clip": ref("Clip")], required: ["clip"]),
+                ["type": "object", "required": ["type"], "properties": ["type": ["enum": [
+                    "source_state", "source_stats", "job_progress", "source_added", "source_changed", "source_removed", "clip_deleted",
+                    "download_progress", "download_finished", "download_failed"]]]],
+            ]],
+        ]
         let document: [String: Any] = [
             "openapi": "3.1.0",
             "info": ["title": "Spotter", "version": "1", "description": "Object detection and recorded clips. With --token, send Authorization: Bearer TOKEN. Changes (POST, DELETE) from a browser must come from this server's own origin; JSON bodies need Content-Type: application/json."],
-            "components": ["securitySchemes": ["bearer": ["type": "http", "scheme": "bearer"]]],
+            "components": ["securitySchemes": ["bearer": ["type": "http", "scheme": "bearer"]], "schemas": schemas],
             "paths": checked,
             // Outgoing: what --webhook URLs receive.
-            "webhooks": ["clipFinished": ["post": [
-                "summary": "A clip was finished and indexed: {type: clip_finished, source, clip: {id, source, start, end, duration, frames, labels, best_score, incomplete, created_at, url, thumbnail_url}}; retried until a 2xx answer",
-                "requestBody": ["required": true, "content": ["application/json": ["schema": ["type": "object"]]]],
+            "webhooks": ["event": ["post": [
+                "summary": "An Event, header X-Spotter-Event naming its type: clip_finished (a clip was finished and indexed; retried until a 2xx answer), object_started, object_ended, zone_enter, zone_exit, loitering, line_cross",
+                "requestBody": ["required": true, "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Event"]]]],
                 "responses": ["200": ["description": "delivered (any 2xx)"]],
             ]]],
         ]

@@ -30,6 +30,12 @@ enum Pages {
           .box.inside span { top: 0; left: 0; }
           .quads { position: absolute; left: 0; top: 0; pointer-events: none; }
           .quads polygon { fill: none; stroke: #f5c518; stroke-width: 2; }
+          .zones { position: absolute; left: 0; top: 0; pointer-events: none; }
+          .zones polygon { fill: rgba(80, 200, 120, 0.15); stroke: #50c878; stroke-width: 2; }
+          .zones polyline { fill: none; stroke: #ff7f50; stroke-width: 3; }
+          .zones text { fill: #fff; font-size: 13px; paint-order: stroke; stroke: #000; stroke-width: 3px; }
+          .view.drawing { cursor: crosshair; outline: 2px dashed #50c878; }
+          .counts { color: #9fd; }
           .rec { position: absolute; top: 8px; left: 8px; background: #c00; color: #fff; font: 600 12px/1 system-ui; padding: 4px 8px; border-radius: 3px; line-height: 1; }
           .source .info { padding: 8px 10px; font-size: 13px; color: #bbb; display: flex; gap: 12px; flex-wrap: wrap; align-items: center; }
           .source .name { color: #fff; font-weight: 600; }
@@ -201,7 +207,17 @@ enum Pages {
           c.overlay = document.createElement("div");
           c.rec = document.createElement("div"); c.rec.className = "rec"; c.rec.textContent = "● REC"; c.rec.hidden = true;
           c.quads = document.createElementNS("http://www.w3.org/2000/svg", "svg"); c.quads.setAttribute("class", "quads");
-          c.view.append(c.img, c.overlay, c.quads, c.rec);
+          c.zoneLayer = document.createElementNS("http://www.w3.org/2000/svg", "svg"); c.zoneLayer.setAttribute("class", "zones");
+          c.view.append(c.img, c.zoneLayer, c.overlay, c.quads, c.rec);
+          // Drawing a zone (clicks add corners) or a line (two clicks), in the frame's pixels.
+          c.draft = null;
+          c.view.onclick = (e) => {
+            if (!c.draft || !c.shownWidth) return;
+            const r = c.img.getBoundingClientRect(), scale = r.width / c.shownWidth;
+            c.draft.points.push([Math.round((e.clientX - r.left) / scale), Math.round((e.clientY - r.top) / scale)]);
+            if (c.draft.kind === "line" && c.draft.points.length === 2) finishDraft(c);
+            else drawZones(c);
+          };
           const info = document.createElement("div"); info.className = "info";
           const name = document.createElement("a"); name.className = "name"; name.href = "/live?source=" + status.id; name.textContent = status.id + " " + status.input;
           c.state = document.createElement("span");
@@ -218,7 +234,16 @@ enum Pages {
             if (!r.ok) { c.error.textContent = (await r.json()).error.message; return; }
             refresh();
           };
-          controls.append(c.pause, edit, remove);
+          const zoneButton = document.createElement("button"); zoneButton.textContent = "Draw zone"; zoneButton.className = "draw-zone";
+          const lineButton = document.createElement("button"); lineButton.textContent = "Draw line"; lineButton.className = "draw-line";
+          c.doneButton = document.createElement("button"); c.doneButton.textContent = "Finish zone"; c.doneButton.className = "finish-zone"; c.doneButton.hidden = true;
+          const clearButton = document.createElement("button"); clearButton.textContent = "Clear zones"; clearButton.className = "clear-zones";
+          zoneButton.onclick = () => startDraft(c, "zone");
+          lineButton.onclick = () => startDraft(c, "line");
+          c.doneButton.onclick = () => finishDraft(c);
+          clearButton.onclick = async () => { if (confirm("Remove every zone and line of " + status.id + "?")) await change(c, { zones: { zones: [], lines: [] } }); };
+          controls.append(c.pause, edit, remove, zoneButton, lineButton, c.doneButton, clearButton);
+          c.counts = document.createElement("span"); c.counts.className = "counts";
           c.clips = document.createElement("a"); c.clips.className = "clips";
           c.clips.href = "/album?source=" + encodeURIComponent(status.album_source || status.input);
           // Edit in place: classes, threshold, recording.
@@ -238,7 +263,7 @@ enum Pages {
             if (await change(c, { classes, threshold: Number(c.form.threshold.value), record: c.form.record.checked })) c.form.hidden = true;
           };
           c.error = document.createElement("span"); c.error.className = "error";
-          info.append(name, c.state, c.progress, c.stats, c.clips, controls, c.error, c.form);
+          info.append(name, c.state, c.progress, c.stats, c.clips, c.counts, controls, c.error, c.form);
           c.root.append(c.view, info);
           $("sources").append(c.root);
           return c;
@@ -251,8 +276,79 @@ enum Pages {
           refresh();
           return true;
         }
+        function startDraft(c, kind) {
+          c.draft = { kind, points: [] };
+          c.view.classList.add("drawing");
+          c.doneButton.hidden = kind !== "zone";
+          c.error.textContent = kind === "zone" ? "Click the zone's corners on the picture, then Finish zone." : "Click the line's two ends on the picture.";
+        }
+        async function finishDraft(c) {
+          const draft = c.draft;
+          c.draft = null; c.view.classList.remove("drawing"); c.doneButton.hidden = true; c.error.textContent = "";
+          if (!draft || draft.points.length < (draft.kind === "zone" ? 3 : 2)) { drawZones(c); return; }
+          const layout = JSON.parse(JSON.stringify(c.status.zones || { zones: [], lines: [] }));
+          layout.zones = layout.zones || []; layout.lines = layout.lines || [];
+          const taken = new Set([...layout.zones, ...layout.lines].map((z) => z.name));
+          let name = prompt("Name of the " + draft.kind, draft.kind + (draft.kind === "zone" ? layout.zones.length + 1 : layout.lines.length + 1));
+          if (!name) { drawZones(c); return; }
+          while (taken.has(name)) name += "'";
+          if (layout.normalized) {
+            const [w, h] = [c.status.width, c.status.height];
+            draft.points = draft.points.map(([x, y]) => [x / w, y / h]);
+          }
+          if (draft.kind === "zone") layout.zones.push({ name, polygon: draft.points });
+          else layout.lines.push({ name, from: draft.points[0], to: draft.points[1] });
+          await change(c, { zones: layout });
+        }
+        // The source's zones and lines (and a zone being drawn) over the picture.
+        function drawZones(c) {
+          const layer = c.zoneLayer;
+          layer.replaceChildren();
+          if (!c.shownWidth) return;
+          layer.setAttribute("width", c.img.clientWidth); layer.setAttribute("height", c.img.clientHeight);
+          const scale = c.img.clientWidth / c.shownWidth;
+          const layout = c.status && c.status.zones || { zones: [], lines: [] };
+          const [nx, ny] = layout.normalized ? [c.status.width, c.status.height] : [1, 1];
+          const at = ([x, y]) => (x * nx * scale) + "," + (y * ny * scale);
+          const svg = (tag, attributes, text) => {
+            const element = document.createElementNS("http://www.w3.org/2000/svg", tag);
+            for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+            if (text) element.textContent = text;
+            layer.append(element);
+          };
+          for (const zone of layout.zones || []) {
+            svg("polygon", { points: zone.polygon.map(at).join(" "), "data-zone": zone.name });
+            const [x, y] = zone.polygon[0];
+            svg("text", { x: x * nx * scale + 4, y: y * ny * scale + 16 }, zone.name);
+          }
+          for (const line of layout.lines || []) {
+            svg("polyline", { points: at(line.from) + " " + at(line.to), "data-line": line.name });
+            svg("text", { x: line.from[0] * nx * scale + 4, y: line.from[1] * ny * scale + 16 }, line.name);
+          }
+          if (c.draft && c.draft.points.length) {
+            svg("polyline", { points: c.draft.points.map(([x, y]) => (x * scale) + "," + (y * scale)).join(" "), class: "draft" });
+          }
+        }
+        // This source's counts of the last 24 hours: entries per zone, crossings per line and direction.
+        async function loadCounts(c) {
+          const from = new Date(Date.now() - 24 * 3600 * 1000).toISOString().slice(0, 13) + ":00:00Z";
+          const r = await fetch("/api/v1/counts?source=" + encodeURIComponent(c.id) + "&from=" + from);
+          if (!r.ok) return;
+          c.totals = {};
+          for (const row of (await r.json()).counts) {
+            const key = row.kind === "line" ? row.name + " " + row.direction : row.name;
+            c.totals[key] = (c.totals[key] || 0) + row.count;
+          }
+          showCounts(c);
+        }
+        function showCounts(c) {
+          const parts = Object.entries(c.totals || {}).sort().map(([key, n]) => key + ": " + n);
+          c.counts.textContent = parts.length ? "today " + parts.join(" · ") : "";
+          c.counts.dataset.totals = JSON.stringify(c.totals || {});
+        }
         function drawBoxes(c, d) {
           const scale = c.img.clientWidth / d.width;
+          if (c.shownWidth !== d.width) { c.shownWidth = d.width; drawZones(c); }
           c.overlay.replaceChildren();
           // Rectangles (sources with "rectangles": true) as outlines through their four corners.
           c.quads.replaceChildren();
@@ -264,7 +360,7 @@ enum Pages {
             c.quads.append(quad);
           }
           for (const det of d.detections) {
-            const [x0, y0, x1, y1] = det.box;
+            const { xmin: x0, ymin: y0, xmax: x1, ymax: y1 } = det.box;
             const box = document.createElement("div");
             box.className = "box";
             box.dataset.frame = d.frame;
@@ -273,7 +369,11 @@ enum Pages {
             if (y0 * scale < 20) box.classList.add("inside");
             const tag = document.createElement("span");
             const who = det.identity ? (det.identity.name ?? "unknown") + " · " : "";
-            tag.textContent = who + det.label + " " + Math.round(det.score * 100) + "%";
+            // A tracked object: "#12 person 0.81".
+            tag.textContent = det.track ? "#" + det.track + " " + who + det.label + " " + det.score.toFixed(2)
+              : who + det.label + " " + Math.round(det.score * 100) + "%";
+            if (det.track) box.dataset.track = det.track;
+            if (det.stationary) box.classList.add("stationary");
             box.append(tag);
             c.overlay.append(box);
           }
@@ -306,7 +406,8 @@ enum Pages {
         }
         function showStats(c, s) {
           c.stats.textContent = (s.fps ?? 0).toFixed(1) + " fps · " + (s.inference_ms ?? 0).toFixed(1) + " ms inference · "
-            + (s.dropped ?? 0) + " dropped" + (c.latency !== undefined ? " · " + Math.round(c.latency) + " ms latency" : "");
+            + (s.dropped ?? 0) + " dropped" + (s.skipped ? " · " + s.skipped + " skipped (no motion)" : "")
+            + (c.latency !== undefined ? " · " + Math.round(c.latency) + " ms latency" : "");
           if (s.percent !== undefined) { c.progress.hidden = false; c.progress.value = s.percent; c.progress.title = s.percent + "%"; }
         }
         async function refresh() {
@@ -324,6 +425,8 @@ enum Pages {
             c.rec.hidden = !status.recording;
             c.clips.textContent = status.clips ? status.clips + " clip" + (status.clips > 1 ? "s" : "") : "";
             showStats(c, status);
+            drawZones(c);
+            if (status.zones) loadCounts(c);
           }
           for (const id of Object.keys(cards)) if (!seen.has(id)) { cards[id].root.remove(); delete cards[id]; }
           $("none").hidden = seen.size > 0;
@@ -333,6 +436,14 @@ enum Pages {
           if (e.type === "detection") { if (c && jpeg) { c.pending = { d: e, jpeg }; pump(c); } }
           else if (e.type === "clip_started") { if (c) c.rec.hidden = false; }
           else if (e.type === "clip_finished") { if (c) { c.rec.hidden = true; refresh(); } }
+          else if (e.type === "line_cross" || e.type === "zone_enter") {
+            if (c) {
+              c.totals = c.totals || {};
+              const key = e.type === "line_cross" ? e.line + " " + e.direction : e.zone;
+              c.totals[key] = (c.totals[key] || 0) + 1;
+              showCounts(c);
+            }
+          }
           else if (e.type === "source_stats" || e.type === "job_progress") { if (c) showStats(c, e); }
           else if (["source_state", "source_added", "source_removed", "source_changed"].includes(e.type)) refresh();
         }

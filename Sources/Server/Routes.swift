@@ -70,7 +70,7 @@ struct Routes: Sendable {
         router.get("/api/v1/album/:id") { request, context in
             let id = try context.parameters.require("id", as: Int64.self)
             guard let clip = try album.clip(id: id) else { throw HTTPError(.notFound, message: "no clip \(id) in the album") }
-            return jsonResponse(clipObject(clip, base: base(of: request)))
+            return jsonResponse(encoding: ClipReport(clip, base: base(of: request)))
         }
         router.delete("/api/v1/album/:id") { _, context in
             let id = try context.parameters.require("id", as: Int64.self)
@@ -117,6 +117,14 @@ struct Routes: Sendable {
                 throw Self.httpError(error)
             }
             return Response(status: .noContent)
+        }
+        router.get("/api/v1/counts") { request, _ in try counts(request) }
+        router.get("/api/v1/sources/:id/objects/:track/snapshot.jpg") { _, context in
+            let track = try context.parameters.require("track", as: Int.self)
+            guard let bytes = try source(context).snapshot(track: track) else {
+                throw HTTPError(.notFound, message: "no snapshot of object \(track): only the last 64 objects that ended keep theirs")
+            }
+            return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"], body: .init(byteBuffer: bytes))
         }
         router.get("/api/v1/sources/:id/snapshot.jpg") { request, context in
             let boxes = request.uri.queryParameters["boxes"].map { $0 == "1" || $0 == "true" } ?? true
@@ -173,7 +181,7 @@ struct Routes: Sendable {
             filter.limit = value
         }
         let clips = try album.clips(matching: filter)
-        var next: Any = NSNull()
+        var next: String?
         if clips.count == filter.limit, let last = clips.last?.id {
             var parts = ["before=\(last)", "limit=\(filter.limit)"]
             for key in ["source", "label", "from", "to"] {
@@ -184,7 +192,7 @@ struct Routes: Sendable {
             next = "/api/v1/album?" + parts.joined(separator: "&")
         }
         let base = base(of: request)
-        return jsonResponse(["clips": clips.map { clipObject($0, base: base) }, "next": next])
+        return jsonResponse(encoding: ClipPage(clips: clips.map { ClipReport($0, base: base) }, next: next))
     }
 
     /// Names a request may ask for in the album's folders: a file name, no path.
@@ -377,6 +385,26 @@ struct Routes: Sendable {
                         body: .init(byteBuffer: ByteBuffer(string: ResultEncoding.json(result, image: "upload"))))
     }
 
+    /// `GET /api/v1/counts?source=ID&from=T&to=T`: zone entries and line crossings per hour (hours
+    /// starting at or after `from` and before `to`, ISO 8601; the last 24 hours by default).
+    func counts(_ request: Request) throws -> Response {
+        let query = request.uri.queryParameters
+        func time(_ key: String) throws -> String? {
+            guard let value = query[Substring(key)].map(String.init), !value.isEmpty else { return nil }
+            guard let normalized = Album.countsTime(value) else {
+                throw HTTPError(.badRequest, message: "\(key) must be an ISO 8601 time in UTC such as 2026-11-26T15:00:00Z, or a day such as 2026-11-26")
+            }
+            return normalized
+        }
+        let from = try time("from") ?? Album.hour(of: Date().addingTimeInterval(-24 * 3600))
+        let to = try time("to")
+        let source = query["source"].map(String.init)
+        // What the sources counted since their last write is included.
+        for live in sources.list() where source == nil || live.id == source { live.flushCounts(album) }
+        let rows = try album.counts(source: source, from: from, to: to)
+        return jsonResponse(encoding: CountsAnswer(from: from, to: to, counts: rows))
+    }
+
     // MARK: Pages, login, metrics
 
     /// A page; never cached, which also keeps it out of the browser's back-forward cache (where a
@@ -434,13 +462,17 @@ struct Routes: Sendable {
         let all = sources.list()
         if !all.isEmpty {
             let rows = all.map { ($0.id, $0.metrics) }
-            for (name, help, kind, value) in [
-                ("spotter_source_fps", "Frames detected per second.", "gauge", { (m: (fps: Double, inference: Double, dropped: Int, processed: Int, recording: Bool)) in String(format: "%.2f", m.fps) }),
+            typealias Row = (fps: Double, inference: Double, dropped: Int, processed: Int, skipped: Int, recording: Bool)
+            let series: [(name: String, help: String, kind: String, value: (Row) -> String)] = [
+                ("spotter_source_fps", "Frames detected per second.", "gauge", { String(format: "%.2f", $0.fps) }),
                 ("spotter_source_inference_milliseconds", "Latest detection time.", "gauge", { String(format: "%.2f", $0.inference) }),
                 ("spotter_source_dropped_frames_total", "Frames dropped while the detector was busy.", "counter", { String($0.dropped) }),
-                ("spotter_source_frames_total", "Frames detected.", "counter", { String($0.processed) }),
+                ("spotter_source_frames_total", "Frames processed (analyzed or skipped by motion gating).", "counter", { String($0.processed) }),
+                ("spotter_source_frames_analyzed_total", "Frames the detector ran on.", "counter", { String($0.processed - $0.skipped) }),
+                ("spotter_source_frames_skipped_total", "Frames motion gating skipped (nothing moved).", "counter", { String($0.skipped) }),
                 ("spotter_source_recording", "1 while a clip is open.", "gauge", { $0.recording ? "1" : "0" }),
-            ] {
+            ]
+            for (name, help, kind, value) in series {
                 perSource += "# HELP \(name) \(help)\n# TYPE \(name) \(kind)\n"
                 for (id, m) in rows { perSource += "\(name){source=\"\(id)\"} \(value(m))\n" }
             }

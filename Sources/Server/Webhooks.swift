@@ -15,6 +15,11 @@ public struct WebhookOptions: Sendable, Equatable {
     public var firstRetryDelay: Duration = .seconds(1)
     /// Time allowed for one POST. Default 10 s.
     public var timeout: TimeInterval = 10
+    /// The event types posted. Default all of ``WebhookOptions/eventTypes``.
+    public var events: Set<String> = Self.eventTypes
+
+    /// The events a webhook can get (not the once-a-second `object_updated`).
+    public static let eventTypes: Set<String> = ["clip_finished", "object_started", "object_ended", "zone_enter", "zone_exit", "line_cross", "loitering"]
 
     public init(urls: [URL] = []) {
         self.urls = urls
@@ -26,23 +31,30 @@ public struct WebhookOptions: Sendable, Equatable {
             throw WebhookError.badURL(url.absoluteString)
         }
         if attempts < 1 { throw WebhookError.badAttempts(attempts) }
+        if let unknown = events.subtracting(Self.eventTypes).sorted().first { throw WebhookError.badEvent(unknown) }
     }
 }
 
 public enum WebhookError: Error, Equatable, Sendable, CustomStringConvertible {
     case badURL(String)
     case badAttempts(Int)
+    case badEvent(String)
 
     public var description: String {
         switch self {
         case .badURL(let url): return "webhook \(url) is not an http(s) URL with a host"
         case .badAttempts(let n): return "webhook attempts must be at least 1 (got \(n))"
+        case .badEvent(let name):
+            return "\(name) is not an event webhooks get; choose from \(WebhookOptions.eventTypes.sorted().joined(separator: ", "))"
         }
     }
 }
 
 /// Posts every `clip_finished` event (the JSON the event stream sends: `type`, `source`, `clip`
-/// with its id, times, frames, labels and URLs) to each configured URL. A 2xx answer delivers it;
+/// with its id, times, frames, labels, objects and URLs), and the per-object and zone events
+/// (``WebhookOptions/events``, by default `object_started`, `object_ended`, `zone_enter`, `zone_exit`,
+/// `line_cross`, `loitering`; not the once-a-second `object_updated`) to each configured URL,
+/// `X-Spotter-Event` naming the type. A 2xx answer delivers it;
 /// anything else, or no answer, is retried with doubling delays. One URL being down never delays
 /// the others or the sources. At shutdown the clips finished by stopping the sources are still
 /// posted (without retries past the first failure).
@@ -59,7 +71,7 @@ struct WebhookService: Service {
         self.options = options
         self.logger = logger
         self.counters = counters
-        clips = events.subscribe(types: ["clip_finished"])
+        clips = events.subscribe(types: options.events)
     }
 
     /// Runs until the event hub ends its streams; the application adds it only with URLs (a
@@ -69,29 +81,29 @@ struct WebhookService: Service {
         defer { session.finishTasksAndInvalidate() }
         await withTaskGroup(of: Void.self) { group in
             // One queue per URL, so a URL that is down only delays its own deliveries.
-            var queues: [AsyncStream<Data>.Continuation] = []
+            var queues: [AsyncStream<(type: String, body: Data)>.Continuation] = []
             for url in options.urls {
-                let (queue, continuation) = AsyncStream.makeStream(of: Data.self, bufferingPolicy: .bufferingNewest(EventHub.backlog))
+                let (queue, continuation) = AsyncStream.makeStream(of: (type: String, body: Data).self, bufferingPolicy: .bufferingNewest(EventHub.backlog))
                 queues.append(continuation)
                 group.addTask {
-                    for await body in queue { await deliver(body, to: url, session: session) }
+                    for await item in queue { await deliver(item.body, type: item.type, to: url, session: session) }
                 }
             }
             for await message in clips {
-                for queue in queues { queue.yield(message.json) }
+                for queue in queues { queue.yield((message.type, message.json)) }
             }
             for queue in queues { queue.finish() }
         }
     }
 
     /// Posts `body` to `url` until a 2xx answer or the attempts run out.
-    func deliver(_ body: Data, to url: URL, session: URLSession) async {
+    func deliver(_ body: Data, type: String, to url: URL, session: URLSession) async {
         var request = URLRequest(url: url, timeoutInterval: options.timeout)
         request.httpMethod = "POST"
         request.httpBody = body
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("spotter", forHTTPHeaderField: "User-Agent")
-        request.setValue("clip_finished", forHTTPHeaderField: "X-Spotter-Event")
+        request.setValue(type, forHTTPHeaderField: "X-Spotter-Event")
         var delay = options.firstRetryDelay
         for attempt in 1...options.attempts {
             let outcome: String

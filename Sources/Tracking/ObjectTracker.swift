@@ -19,7 +19,12 @@ import Imaging
 ///    is confirmed is dropped;
 /// 5. remaining confident detections above ``Options/newTrackScore`` start tracks, confirmed (and
 ///    given an id) after ``Options/confirmationHits`` matches in a row, or at once in the first frame;
-/// 6. a confirmed track unseen for ``Options/lostTrackSeconds`` of video time ends.
+/// 6. a confirmed track unseen for ``Options/lostTrackSeconds`` of video time ends (a stationary
+///    one, ``Options/stationaryLostSeconds``).
+///
+/// A track whose box stays in place (overlapping where it settled by IoU ≥ 0.6) for
+/// ``Options/stationarySeconds`` is stationary (a parked car) until it moves away; a stationary track
+/// that frames miss for a while (a passing occlusion) keeps its id and stays stationary.
 ///
 /// Detections of different classes are never matched to one track. Deterministic; no allocation
 /// per frame once its buffers have grown. Not thread-safe: one tracker per source, used by one
@@ -55,6 +60,10 @@ public struct ObjectTracker: Sendable {
         /// (a frame is one step, as in BoT-SORT; a skipped frame or a slower stretch, more).
         /// Default 30.
         public var referenceFrameRate: Double = 30
+        /// Seconds a track's box must stay in place to be stationary. Default 10.
+        public var stationarySeconds: Double = 10
+        /// Seconds a stationary track may go unseen before it ends. Default 60.
+        public var stationaryLostSeconds: Double = 60
 
         public init() {}
     }
@@ -90,6 +99,11 @@ public struct ObjectTracker: Sendable {
         public var hits: Int
         /// Whether it was matched in the latest update.
         public var isVisible: Bool
+        /// Whether its box has stayed in place for ``Options/stationarySeconds``.
+        public var isStationary = false
+        /// Where its box settled, and since when (for ``isStationary``).
+        var settled: Rect
+        var settledAt: Double
 
         public var isConfirmed: Bool { id > 0 }
     }
@@ -177,7 +191,8 @@ public struct ObjectTracker: Sendable {
             if !matchedTrack[index] {
                 state.streak = 0
                 if !state.track.isConfirmed { continue }
-                if time - state.track.lastSeen > options.lostTrackSeconds {
+                let allowed = state.track.isStationary ? max(options.lostTrackSeconds, options.stationaryLostSeconds) : options.lostTrackSeconds
+                if time - state.track.lastSeen > allowed {
                     ended.append(state.track)
                     continue
                 }
@@ -192,7 +207,7 @@ public struct ObjectTracker: Sendable {
             let detection = detections[index]
             let filter = BoxKalman(box: Self.vector(detection.box))
             var track = Track(id: 0, classIndex: detection.classIndex, box: detection.box, predicted: detection.box, score: detection.score,
-                              firstSeen: time, lastSeen: time, hits: 1, isVisible: true)
+                              firstSeen: time, lastSeen: time, hits: 1, isVisible: true, settled: detection.box, settledAt: time)
             if updates == 1 || options.confirmationHits <= 1 {
                 track.id = nextID
                 nextID += 1
@@ -245,6 +260,13 @@ public struct ObjectTracker: Sendable {
         var state = states[index]
         state.filter.update(observed: Self.vector(detection.box))
         state.track.box = detection.box
+        if Self.iou(state.track.settled, detection.box) < 0.6 {
+            state.track.settled = detection.box
+            state.track.settledAt = time
+            state.track.isStationary = false
+        } else if time - state.track.settledAt >= options.stationarySeconds {
+            state.track.isStationary = true
+        }
         state.track.score = detection.score
         state.track.lastSeen = time
         state.track.hits += 1

@@ -404,3 +404,20 @@ extension ZoneEvent: Encodable {
         }
     }
 }
+
+extension Image {
+    /// Outlines a layout's zones (closed polygons) and lines (with a dot at `from`), in the
+    /// picture's pixels; RGB24 (converted first otherwise).
+    public mutating func draw(_ layout: ZoneLayout) {
+        if format != .rgb24 { self = converted(to: .rgb24) }
+        let width = max(2, Double(min(self.width, height)) / 240)
+        for (index, zone) in layout.zones.enumerated() {
+            strokePolygon(zone.polygon, lineWidth: width, color: Color.forClass(index + 11))
+        }
+        for (index, line) in layout.lines.enumerated() {
+            let color = Color.forClass(index + 23)
+            strokePolyline([line.from, line.to], lineWidth: width, color: color)
+            fill(x: Int(line.from.x - 1.5 * width), y: Int(line.from.y - 1.5 * width), width: Int(3 * width), height: Int(3 * width), color: color)
+        }
+    }
+}

@@ -17,15 +17,26 @@ struct Record: ParsableCommand {
         commandName: "record",
         abstract: "Record a clip whenever a person (or another class) appears, into an album.",
         discussion: """
-            A clip starts at the first frame with a matching detection and stops once --post-roll \
-            seconds of video time pass without one; a later match starts a new clip. Clips are H.264 \
-            MP4 with boxes drawn, each with a thumbnail of its best frame and an entry in the album's \
-            index (DIR/index.sqlite). Ctrl-C finishes the open clip before exiting.
+            Objects are tracked: a clip starts when a tracked object of the wanted classes is \
+            confirmed (seen in two frames in a row; a single-frame detection opens nothing), from \
+            the frame it was first seen, and stops once --post-roll seconds of video time pass \
+            without one; a later one starts a new clip. An object that stays in place \
+            (--stationary-seconds: a parked car) opens no new clip, even after frames that missed it; \
+            a clip open when it arrived goes on while it is seen. Clips are \
+            H.264 MP4 with boxes drawn (`#ID label score`), each with a thumbnail of its best frame \
+            and an entry in the album's index (DIR/index.sqlite) that lists its objects. \
+            Ctrl-C finishes the open clip before exiting.
+
+            --json prints one JSON line per event: object_started, object_updated, object_ended, \
+            zone_enter, zone_exit, loitering, line_cross (with --zones), clip_started, \
+            clip_finished, progress, finished.
 
             Examples:
               spotter record doorbell.mp4 --album ~/Clips
               spotter record rtsp://cam.local/live --album ~/Clips --reconnect
-              spotter record street.mp4 --album clips/ --json | jq .event
+              spotter record street.mp4 --album clips/ --json | jq .type
+              spotter record rtsp://cam.local/live --album ~/Clips \\
+                --zones door.json --require-zone door
               spotter record rtsp://cam.local/live --album ~/Clips \\
                 --faces ~/faces.sqlite --trigger unknown-face
             """)
@@ -64,6 +75,11 @@ struct Record: ParsableCommand {
     @Option(help: "What records: detection (any detection of --classes) or unknown-face (a person whose face matches no one in the --faces gallery).")
     var trigger: RecordTrigger = .detection
 
+    @OptionGroup(title: "Tracking, zones and motion") var analysisFlags: AnalysisFlags
+
+    @Option(help: "Only objects inside this zone (of --zones) open and keep clips; repeat for several.")
+    var requireZone: [String] = []
+
     /// Frames of pre-roll that fit in 256 MiB of RGB pixels.
     static func preRollFrames(_ info: VideoReader.Info) -> Int {
         max(1, (256 << 20) / max(1, info.width * info.height * 3))
@@ -73,6 +89,7 @@ struct Record: ParsableCommand {
         guard postRoll >= 0, preRoll >= 0 else { throw ValidationError("--post-roll and --pre-roll cannot be negative") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         if trigger == .unknownFace, faceFlags.faces == nil { throw ValidationError("--trigger unknown-face needs --faces GALLERY") }
+        if !requireZone.isEmpty, analysisFlags.zones == nil { throw ValidationError("--require-zone needs --zones FILE") }
     }
 
     func run() throws {
@@ -96,8 +113,15 @@ struct Record: ParsableCommand {
         if !(reconnect && SourceRun.isLive(source)) {
             do { reader = try VideoReader(path: source, options: readerOptions) } catch { throw CommandFailure("\(error)") }
         }
+        if let layout = try analysisFlags.layout() {
+            let names = Set(layout.zones.map(\.name))
+            let unknown = requireZone.filter { !names.contains($0) }
+            guard unknown.isEmpty else { throw CommandFailure("--require-zone \(unknown.joined(separator: ", ")): no such zone in \(analysisFlags.zones ?? "")") }
+        }
         let detector = try options.makeDetector(pipelined: true)
         let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
+        let analyzer = try analysisFlags.makeAnalyzer(detector: detector, namer: namer, threshold: options.threshold)
+        let requiredZones = requireZone.isEmpty ? nil : Set(requireZone)
         let strangersOnly = trigger == .unknownFace
         let json = self.json
         let albumDirectory = albumStore.directory
@@ -107,27 +131,27 @@ struct Record: ParsableCommand {
         }
         let (postRoll, preRoll, noBoxes, preset) = (self.postRoll, self.preRoll, self.noBoxes, self.preset)
         let recorded = Recorded()
+        // Messages name the input without its password.
+        let input = VideoReader.redactingPassword(self.input)
+        let eventLines = json ? EventLines(handle: .standardOutput, source: input, legacyName: true) : nil
         let clipEvents: @Sendable (RecorderEvent) -> Void = { event in
                 switch event {
                 case .clipStarted(let path, let start):
-                    if json { emit(ResultEncoding.serialize(["event": "clip_started", "path": path, "start": milliseconds(start)])) }
+                    if let eventLines {
+                        eventLines.write(LegacyClipEvent(event: .clipStarted(path: path, start: start), path: path, thumbnail: nil), time: start)
+                    }
                 case .clipFinished(let entry):
-                    if json {
-                        emit(ResultEncoding.serialize([
-                            // Absolute paths, like clip_started's; the index keeps them relative to the album.
-                            "event": "clip_finished", "path": albumDirectory.appendingPathComponent(entry.clip).path,
-                            "start": milliseconds(entry.start), "end": milliseconds(entry.end),
-                            "frames": entry.frames, "duration": milliseconds(entry.duration), "labels": entry.labels, "best_score": entry.bestScore,
-                            "incomplete": entry.incomplete,
-                            "thumbnail": entry.thumbnail.map { albumDirectory.appendingPathComponent($0).path } ?? ""]))
+                    if let eventLines {
+                        // Absolute paths, like clip_started's; the index keeps them relative to the album.
+                        let report = ClipReport(entry, album: albumDirectory)
+                        eventLines.write(LegacyClipEvent(event: .clipFinished(report), path: albumDirectory.appendingPathComponent(entry.clip).path,
+                                                         thumbnail: entry.thumbnail.map { albumDirectory.appendingPathComponent($0).path } ?? ""), time: entry.end)
                     } else {
                         emit(String(format: "%@  %.1f-%.1f s  %d frames  %@ (best %.2f)", entry.clip, entry.start, entry.end,
                                     entry.frames, entry.labels, entry.bestScore))
                     }
                 }
             }
-        // Messages name the input without its password.
-        let input = VideoReader.redactingPassword(self.input)
         let progressLines = Throttle(seconds: 2)
         let run = SourceRun(
             input: source, options: .init(reconnect: reconnect, reader: readerOptions),
@@ -139,25 +163,26 @@ struct Record: ParsableCommand {
                     // A clip runs while a stranger is in view; known people are still drawn with their names.
                     sessionOptions.triggers = { $0.isStranger }
                 }
+                sessionOptions.requiredZones = requiredZones
                 let session = try ClipSession(album: albumStore, source: Album.sourceName(source), options: sessionOptions, events: clipEvents)
                 recorded.session = session
                 return session
             },
-            detect: { frame in
-                let found = try detector.detect(frame.image).detections
-                guard let namer else { return found }
-                return try namer.name(found, in: frame.image)
-            },
+            analyzer: analyzer,
             events: { event in
                 switch event {
+                case .frame(let item):
+                    if let eventLines, let analysis = item.analysis { eventLines.write(analysis) }
+                case .analysis(let ended):
+                    for event in ended { eventLines?.write(event, time: nil, frame: nil) }
                 case .opened(let info):
                     recorded.opened(info, bar: ProgressBar(total: info.frameCount ?? 0, enabled: !json))
                 case .progress(let stats):
                     if let (bar, info) = recorded.progress { reportProgress(bar, stats, info: info) }
                     if json, progressLines.ready() {
-                        emit(ResultEncoding.serialize(["event": "progress", "received": stats.received, "processed": stats.processed,
-                                                       "dropped": stats.dropped, "fps": (stats.fps * 10).rounded() / 10,
-                                                       "inference_ms": (stats.inferenceMilliseconds * 100).rounded() / 100]))
+                        emit(ResultEncoding.encode(RunReport(type: "progress", received: stats.received, processed: stats.processed, dropped: stats.dropped,
+                                                             skipped: stats.skipped, fps: (stats.fps * 10).rounded() / 10,
+                                                             inferenceMilliseconds: (stats.inferenceMilliseconds * 100).rounded() / 100)))
                     }
                 case .state(.reconnecting, let message?):
                     warn(mentioning(input, message))
@@ -198,8 +223,8 @@ struct Record: ParsableCommand {
         let summary = String(format: "%d frames in %.1f s (%.1f fps), %d dropped, %d clip(s); album: %@", total.processed, total.elapsed, total.fps,
                              total.dropped, recorded.session?.clipsFinished ?? 0, album)
         if json {
-            emit(ResultEncoding.serialize(["event": "finished", "processed": total.processed, "dropped": total.dropped,
-                                           "fps": (total.fps * 10).rounded() / 10, "interrupted": interruption.signalled != nil]))
+            emit(ResultEncoding.encode(RunReport(type: "finished", processed: total.processed, dropped: total.dropped, skipped: total.skipped,
+                                                 fps: (total.fps * 10).rounded() / 10, interrupted: interruption.signalled != nil)))
         } else {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
         }
@@ -234,3 +259,63 @@ private final class Recorded: @unchecked Sendable {
 
 /// Seconds rounded to the millisecond, for JSON.
 func milliseconds(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+
+/// `record --json`'s clip events: the event (``AnalysisEvent``) with, for scripts written before
+/// the clip was nested, `path` and `thumbnail` (absolute) at the top level too.
+struct LegacyClipEvent: Encodable {
+    let event: AnalysisEvent
+    let path: String?
+    let thumbnail: String?
+
+    enum CodingKeys: String, CodingKey { case path, thumbnail }
+
+    /// Only the legacy fields: the event is encoded by ``EventLines``.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(path, forKey: .path)
+        try container.encodeIfPresent(thumbnail, forKey: .thumbnail)
+    }
+}
+
+/// `record --json`'s `progress` and `finished` lines.
+struct RunReport: Encodable {
+    let type: String
+    var received: Int?
+    let processed: Int
+    let dropped: Int
+    let skipped: Int
+    let fps: Double
+    var inferenceMilliseconds: Double?
+    var interrupted: Bool?
+
+    init(type: String, received: Int? = nil, processed: Int, dropped: Int, skipped: Int, fps: Double, inferenceMilliseconds: Double? = nil,
+         interrupted: Bool? = nil) {
+        self.type = type
+        self.received = received
+        self.processed = processed
+        self.dropped = dropped
+        self.skipped = skipped
+        self.fps = fps
+        self.inferenceMilliseconds = inferenceMilliseconds
+        self.interrupted = interrupted
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, event, received, processed, dropped, skipped, fps, interrupted
+        case inferenceMilliseconds = "inference_ms"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        // Readers from before `type`.
+        try container.encode(type, forKey: .event)
+        try container.encodeIfPresent(received, forKey: .received)
+        try container.encode(processed, forKey: .processed)
+        try container.encode(dropped, forKey: .dropped)
+        try container.encode(skipped, forKey: .skipped)
+        try container.encode(fps, forKey: .fps)
+        try container.encodeIfPresent(inferenceMilliseconds, forKey: .inferenceMilliseconds)
+        try container.encodeIfPresent(interrupted, forKey: .interrupted)
+    }
+}

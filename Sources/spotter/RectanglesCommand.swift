@@ -132,9 +132,17 @@ struct RectanglesCommand: ParsableCommand {
         }
     }
 
+    /// One picture's rectangles as `rectangles --json` prints them.
+    struct PictureRectangles: Encodable {
+        let image: String
+        let width, height: Int
+        let milliseconds: Double
+        let rectangles: [RectangleObservation]
+    }
+
     static func json(_ file: String, size: Size, _ rectangles: [RectangleObservation], milliseconds: Double) -> String {
-        ResultEncoding.serialize(["image": file, "width": size.width, "height": size.height,
-                                  "milliseconds": (milliseconds * 1000).rounded() / 1000, "rectangles": rectangles.map(\.jsonObject)])
+        ResultEncoding.encode(PictureRectangles(image: file, width: size.width, height: size.height,
+                                                milliseconds: (milliseconds * 1000).rounded() / 1000, rectangles: rectangles))
     }
 
     static func table(_ file: String, size: Size, _ rectangles: [RectangleObservation]) -> String {

@@ -68,8 +68,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A JSON file listing sources to start: {\"sources\": [{\"input\": ..., \"record\": true, \"classes\": [...]}]}.")
     var config: String?
 
-    @Option(help: "A URL that gets each finished clip as a JSON POST (repeat for several; added to the config file's).")
+    @Option(help: "A URL that gets each finished clip, object and zone event as a JSON POST (repeat for several; added to the config file's).")
     var webhook: [String] = []
+
+    @Option(help: ArgumentHelp("Comma-separated event types the webhooks get (default all: clip_finished, object_started, object_ended, zone_enter, zone_exit, line_cross, loitering).",
+                               valueName: "types"))
+    var webhookEvents: String?
 
     @Option(parsing: .unconditional, help: "Delete clips older than this many days (checked every minute).")
     var keepDays: Double?
@@ -131,13 +135,21 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// The config file (empty without --config) and every webhook URL, checked.
+    func webhookOptions(urls: [URL]) -> WebhookOptions {
+        var options = WebhookOptions(urls: urls)
+        if let webhookEvents {
+            options.events = Set(webhookEvents.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        return options
+    }
+
     func configFileAndWebhooks() throws -> (file: ConfigFile, webhooks: [URL]) {
         let file = try config.map(Self.read(config:)) ?? ConfigFile()
         let urls = try ((file.webhooks ?? []) + webhook).map { text in
             guard let url = URL(string: text) else { throw ValidationError("webhook \(text) is not a URL") }
             return url
         }
-        do { try WebhookOptions(urls: urls).validate() } catch { throw ValidationError("\(error)") }
+        do { try webhookOptions(urls: urls).validate() } catch { throw ValidationError("\(error)") }
         if faceFlags.faces == nil, let stranger = file.sources?.first(where: { $0.trigger == "unknown-face" }) {
             throw ValidationError("--config source \(stranger.input) has \"trigger\": \"unknown-face\", which needs --faces GALLERY")
         }
@@ -169,7 +181,7 @@ struct Serve: AsyncParsableCommand {
         configuration.retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
         let (file, webhooks) = try configFileAndWebhooks()
         configuration.sources = file.sources ?? []
-        configuration.webhooks.urls = webhooks
+        configuration.webhooks = webhookOptions(urls: webhooks)
         let store = try detector.store.makeStore()
         if faceFlags.faces != nil {
             // One single-threaded namer per detector; each runs while its frame holds a detector.

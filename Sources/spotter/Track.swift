@@ -22,7 +22,7 @@ struct Track: ParsableCommand {
 
             Examples:
               spotter track det.txt --output tracks.txt --frame-rate 25
-              spotter track det.txt --output tracks.txt --zones zones.json --events events.jsonl
+              spotter track det.txt --output out.txt --zones z.json --events e.jsonl
               spotter track det.txt --output tracks.txt --fill-gaps 1
             """)
 

@@ -5,6 +5,7 @@ import Imaging
 import Media
 import Rectangles
 import Pipeline
+import Tracking
 
 /// libx264's presets, fastest first.
 enum X264Preset: String, ExpressibleByArgument, CaseIterable {
@@ -81,9 +82,16 @@ struct Video: ParsableCommand {
             Reads files (mp4, mov, mkv, avi, webm), network streams (rtsp, http(s), udp/rtp, hls) and \
             cameras (/dev/videoN); writes H.264 MP4 (index at the front, plays in browsers).
 
+            Objects are tracked: each box is drawn as `#ID label score`, the same ID for the same \
+            object from frame to frame (--trails draws the last second of each path), and --jsonl \
+            gives each detection its `track`. --events writes one JSON line per event: \
+            object_started, object_updated (at most once a second), object_ended, and with --zones \
+            zone_enter, zone_exit, loitering and line_cross.
+
             Examples:
               spotter video street.mp4 --output street-boxes.mp4
-              spotter video street.mp4 --output out.mp4 --jsonl boxes.jsonl
+              spotter video street.mp4 --output out.mp4 --jsonl boxes.jsonl --trails
+              spotter video door.mp4 --output out.mp4 --zones z.json --events e.jsonl
               spotter video rtsp://camera.local/stream --output live.mp4 --every 1
             """)
 
@@ -95,8 +103,16 @@ struct Video: ParsableCommand {
 
     @OptionGroup var detector: DetectorOptions
 
-    @Option(help: "Also write one JSON line per processed frame: {frame, t, detections}.")
+    @Option(help: "Also write one JSON line per processed frame: {frame, t, analyzed, detections (with track), zones}.")
     var jsonl: String?
+
+    @Option(help: "Also write one JSON line per event: object_started/updated/ended, zone_enter/exit, loitering, line_cross (with t and frame).")
+    var events: String?
+
+    @Flag(help: "Draw the last second of each tracked object's path.")
+    var trails = false
+
+    @OptionGroup(title: "Tracking, zones and motion") var analysisFlags: AnalysisFlags
 
     @Option(parsing: .unconditional, help: "Detect every N-th frame (the others keep the last boxes).")
     var every = 1
@@ -132,10 +148,18 @@ struct Video: ParsableCommand {
             try refuseOverwriting(inputs: [source, output], with: jsonl, flag: "--jsonl")
             try checkWritable(jsonl, flag: "--jsonl")
         }
+        if let events {
+            try refuseOverwriting(inputs: [source, output] + (jsonl.map { [$0] } ?? []), with: events, flag: "--events")
+            try checkWritable(events, flag: "--events")
+        }
+        if trails, analysisFlags.noTracking { throw CommandFailure("--trails draws tracks: it cannot go with --no-tracking") }
+        let zoneLayout = try analysisFlags.layout()
         let reader: VideoReader
         do { reader = try VideoReader(path: source, options: .init(openTimeout: max(timeout, 5), readTimeout: timeout)) } catch { throw CommandFailure("\(error)") }
         let detector = try self.detector.makeDetector(pipelined: true)
         let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
+        let analyzer = try analysisFlags.makeAnalyzer(detector: detector, namer: namer, threshold: self.detector.threshold,
+                                                      rectangles: rectangles ? rectangleFlags.options(retriesAtFinerScale: false) : nil)
         let info = reader.info
         let staged = StagedFile(output)
         let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
@@ -148,41 +172,42 @@ struct Video: ParsableCommand {
             throw CommandFailure("cannot write \(output): \(error)")
         }
         let annotator = try Annotator()
-        let stagedLines = jsonl.map(StagedFile.init)
-        let lines: FileHandle?
-        if let stagedLines {
-            FileManager.default.createFile(atPath: stagedLines.temporary, contents: nil)
-            lines = FileHandle(forWritingAtPath: stagedLines.temporary)
-        } else {
-            lines = nil
+        let stagedLines = jsonl.map(StagedFile.init), stagedEvents = events.map(StagedFile.init)
+        func open(_ staged: StagedFile?) -> FileHandle? {
+            guard let staged else { return nil }
+            _ = FileManager.default.createFile(atPath: staged.temporary, contents: nil)
+            return FileHandle(forWritingAtPath: staged.temporary)
         }
+        let lines = open(stagedLines)
+        let eventLines = open(stagedEvents).map { EventLines(handle: $0, source: input) }
         let pipeline = FramePipeline(reader: reader, options: .init(every: every))
         let interruption = Interruption(stopping: pipeline.stopRequested)
         let bar = ProgressBar(total: info.frameCount ?? 0, enabled: true)
-        let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines,
-                                  rectangles: rectangles ? try rectangleFlags.makeDetector(retriesAtFinerScale: false) : nil)
+        let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines, events: eventLines,
+                                  trailSeconds: trails ? 1 : 0, zones: zoneLayout?.inPixels(width: upright.width, height: upright.height))
         var stats: PipelineStats
         do {
-            stats = try pipeline.run(detect: { frame in
-                                         let found = try detector.detect(frame.image).detections
-                                         return try namer?.name(found, in: frame.image) ?? found
-                                     },
+            stats = try pipeline.run(analyze: { try analyzer.analyze($0) },
                                      consume: { try sink.consume($0) },
                                      progress: { reportProgress(bar, $0, info: info) })
+            for event in analyzer.finish() { eventLines?.write(event, time: sink.lastTime, frame: nil) }
         } catch {
             bar.finish()
             let written = writer.framesWritten
             try? lines?.close()
+            stagedEvents.map { try? FileHandle(forWritingAtPath: $0.temporary)?.close() }
             // The frames so far are kept only as a file that plays: finished (its index written)
             // and read back; a full disk usually prevents that, and the partial file is removed.
             let finished: Error? = written == 0 ? nil : { do { try writer.finish(); return nil } catch { return error } }()
             guard written > 0, finished == nil, Self.plays(staged.temporary), (try? staged.commit()) != nil else {
                 staged.discard()
                 stagedLines?.discard()
+                stagedEvents?.discard()
                 let why = finished.map { "; the partial video could not be finished (\($0)) and was removed" } ?? ""
                 throw CommandFailure("\(mentioning(input, "\(error)")) (nothing was written\(why))")
             }
             try? stagedLines?.commit()
+            try? stagedEvents?.commit()
             throw CommandFailure("\(mentioning(input, "\(error)")) (the \(written) frames before the problem were written to \(output), which plays)")
         }
         try lines?.close()
@@ -190,6 +215,7 @@ struct Video: ParsableCommand {
             try? writer.finish()
             staged.discard()
             stagedLines?.discard()
+            stagedEvents?.discard()
             throw CommandFailure("\(input) holds no decodable video frame; nothing was written")
         }
         do {
@@ -197,10 +223,12 @@ struct Video: ParsableCommand {
         } catch {
             staged.discard()
             stagedLines?.discard()
+            stagedEvents?.discard()
             throw CommandFailure("cannot write \(output): \(error) (the partial video was removed; nothing was written)")
         }
         try staged.commit()
         try stagedLines?.commit()
+        try stagedEvents?.commit()
         bar.finish()
         stats.elapsed = max(stats.elapsed, 1e-9)
         FileHandle.standardError.write(Data(String(format: "%@: %d frames in %.1f s (%.1f fps)%@\n", output, stats.processed, stats.elapsed, stats.fps,
@@ -223,38 +251,62 @@ extension Video {
     }
 }
 
-/// The consumer of `spotter video`: finds rectangles (with `--rectangles`), draws, encodes, and
-/// writes JSON lines, on the consume thread (while inference runs on the next frame).
+/// The consumer of `spotter video`: draws (boxes with track ids, trails, zones, rectangles),
+/// encodes, and writes JSON lines, on the consume thread (while the next frame is analyzed).
 final class AnnotatingSink: @unchecked Sendable {
-    // Used only from the pipeline's consume thread.
+    // Used only from the pipeline's consume thread (and read by the main thread after the run).
     private let writer: VideoWriter
     private let annotator: Annotator
     private let lines: FileHandle?
-    private let rectangleDetector: RectangleDetector?
-    private var last: [Detection] = []
-    private var lastRectangles: [RectangleObservation] = []
+    private let events: EventLines?
+    private let trailSeconds: Double
+    private let zones: ZoneLayout?
+    private var last: FrameAnalysis?
+    /// Each track's recent anchor points (bottom centres) with their times.
+    private var trails: [Int: [(time: Double, point: Point)]] = [:]
+    private(set) var lastTime: Double?
 
-    init(writer: VideoWriter, annotator: Annotator, lines: FileHandle?, rectangles: RectangleDetector? = nil) {
+    init(writer: VideoWriter, annotator: Annotator, lines: FileHandle?, events: EventLines? = nil, trailSeconds: Double = 0, zones: ZoneLayout? = nil) {
         self.writer = writer
         self.annotator = annotator
         self.lines = lines
-        rectangleDetector = rectangles
+        self.events = events
+        self.trailSeconds = trailSeconds
+        self.zones = zones
     }
 
     func consume(_ item: DetectedFrame) throws {
         var image = item.frame.image
-        if let detections = item.detections {
-            last = detections
-            if let rectangleDetector { lastRectangles = rectangleDetector.detect(in: image) }
-            if let lines {
-                var object: [String: Any] = ["frame": item.frame.index, "t": (item.frame.time * 1000).rounded() / 1000,
-                                             "detections": detections.map(ResultEncoding.detectionObject)]
-                if rectangleDetector != nil { object["rectangles"] = lastRectangles.map(\.jsonObject) }
-                lines.write(Data((ResultEncoding.serialize(object) + "\n").utf8))
-            }
+        lastTime = item.frame.time
+        if let analysis = item.analysis {
+            last = analysis
+            if let lines { lines.write(ResultEncoding.encodeData(analysis) + Data([0x0A])) }
+            events?.write(analysis)
+            if trailSeconds > 0 { remember(analysis) }
         }
-        image.outline(lastRectangles)
-        annotator.draw(last, on: &image)
+        if let zones { image.draw(zones) }
+        if let rectangles = last?.rectangles { image.outline(rectangles) }
+        if trailSeconds > 0 { drawTrails(on: &image) }
+        annotator.draw(last?.detections ?? [], on: &image)
         try writer.write(image, time: item.frame.time)
+    }
+
+    private func remember(_ analysis: FrameAnalysis) {
+        for detection in analysis.detections {
+            guard let id = detection.track else { continue }
+            trails[id, default: []].append((analysis.time, ZoneMonitor.anchor(of: detection.box)))
+        }
+        for id in trails.keys {
+            trails[id]!.removeAll { analysis.time - $0.time > trailSeconds }
+            if trails[id]!.isEmpty { trails[id] = nil }
+        }
+    }
+
+    private func drawTrails(on image: inout Image) {
+        if image.format != .rgb24 { image = image.converted(to: .rgb24) }
+        let width = max(2, Double(min(image.width, image.height)) / 240)
+        for (id, points) in trails where points.count >= 2 {
+            image.strokePolyline(points.map(\.point), lineWidth: width, color: Color.forClass(id + 7))
+        }
     }
 }

@@ -297,6 +297,7 @@ enum ServerFixtures {
             var checked = 0
             for (path, operations) in paths {
                 let uri = path.replacingOccurrences(of: "{id}", with: "999999").replacingOccurrences(of: "{name}", with: clipName)
+                    .replacingOccurrences(of: "{track}", with: "1")
                 for (method, operation) in operations {
                     let responses = operation["responses"] as? [String: Any] ?? [:]
                     // An endless stream never completes a router test's response; check_server.py reads them.

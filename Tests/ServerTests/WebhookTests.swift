@@ -38,6 +38,7 @@ import TestSupport
             var configuration = ServerFixtures.configuration(album: album)
             configuration.webhooks = WebhookOptions(urls: [URL(string: "http://127.0.0.1:\(port)/hook")!, URL(string: "http://127.0.0.1:9/nothing")!])
             configuration.webhooks.attempts = 3
+            configuration.webhooks.events = ["clip_finished"]
             configuration.webhooks.firstRetryDelay = .milliseconds(200)
             configuration.sources = [SourceSpec(input: SourcesTests.walk, record: true)]
             try await buildApplication(configuration: configuration).test(.router) { client in
@@ -67,10 +68,13 @@ import TestSupport
     }
 
     /// A webhook that is not an http(s) URL stops the server before it starts, with a message
-    /// naming it.
+    /// naming it; so does an event type webhooks never get.
     @Test func aWebhookThatIsNotHTTPIsRefused() async throws {
         var configuration = ServerFixtures.configuration()
         configuration.webhooks.urls = [URL(string: "file:///etc/passwd")!]
         #expect(throws: ServerError.badWebhook(.badURL("file:///etc/passwd"))) { try configuration.validate() }
+        var options = WebhookOptions(urls: [URL(string: "http://127.0.0.1:9/hook")!])
+        options.events = ["clip_finished", "clip_finishd"]
+        #expect(throws: WebhookError.badEvent("clip_finishd")) { try options.validate() }
     }
 }
