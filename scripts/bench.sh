@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks Spotter against the peer side by side: sets up, builds release, runs both.
 #   scripts/bench.sh [--threads 1,2] [--runs 200] [--rounds 3] [--model yolov8n]   invoke() latency against LiteRT
-#   scripts/bench.sh --pipeline [--rounds 2] [--long]               video and record against pipeline_py.py
+#   scripts/bench.sh --pipeline [--rounds 2] [--long|--clips|--tracking]  video and record against pipeline_py.py
 #   scripts/bench.sh --startup [--rounds 5]                         one picture, short clips, a busy core
 #   scripts/bench.sh --serve [--seconds 10] [--connections 4]       detect endpoint against a Python HTTP peer
-#   scripts/bench.sh --sources [--seconds 15] [--rounds 3] [--viewers-only]  live sources per machine, cost of viewers
+#   scripts/bench.sh --sources [--seconds 15] [--rounds 3] [--viewers-only|--motion]  live sources per machine, cost of viewers
 #   scripts/bench.sh --rectangles                                   accuracy and time against the OpenCV recipe
 #   scripts/bench.sh --faces [--threads 1,2] [--runs 60]            find, align and embed a face against peer_faces.py's steps
 set -euo pipefail

@@ -5,7 +5,8 @@ import Imaging
 /// earlier ones; pixels that differ by more than ``Options/threshold`` are changed, changed pixels
 /// that touch form regions, and regions of at least ``Options/minimumArea`` small pixels are
 /// motion. Frigate's defaults (threshold 30, contour area 10, frame alpha 0.01, lightning
-/// threshold 0.8) are the starting point.
+/// threshold 0.8) are the starting point; pixels that stopped changing join the average faster
+/// (``Options/settleWeight``), so the place a person just left is not motion for seconds.
 ///
 /// A change over most of the frame (lights switched on, the camera moved) resets the average and
 /// counts as motion once. Masks (polygons where motion is ignored: a clock, trees) are given in
@@ -19,9 +20,13 @@ public struct MotionDetector: Sendable {
         public var threshold: Int = 30
         /// Least area of a region, in pixels of the 100-line copy, that counts as motion. Default 10.
         public var minimumArea: Int = 10
-        /// Weight of each new frame in the running average. Default 0.01... Frigate's; a bit more
-        /// here (0.02) so a scene that changed settles within a few seconds at 10-30 fps.
+        /// Weight of each new frame in the running average where the picture is changing from
+        /// frame to frame. Default 0.02 (Frigate's frame alpha is 0.01).
         public var averageWeight: Float = 0.02
+        /// Weight where a pixel is the same as in the frame before (within a third of the
+        /// threshold): what someone left behind or uncovered, once still, joins the average
+        /// within a few frames instead of counting as motion for seconds. Default 0.25.
+        public var settleWeight: Float = 0.25
         /// Share of the copy that, changed at once, is a lighting change rather than motion. Default 0.8.
         public var lightingChange: Double = 0.8
         /// Lines of the grey copy. Default 100.
@@ -46,6 +51,7 @@ public struct MotionDetector: Sendable {
     private var frameSize = Size(width: 0, height: 0)
     private var average: [Float] = []
     private var grey: [UInt8] = []
+    private var previous: [UInt8] = []
     private var changed: [Bool] = []
     private var ignored: [Bool] = []
     private var stack: [Int] = []
@@ -60,6 +66,7 @@ public struct MotionDetector: Sendable {
         if size != frameSize { reset(for: size) }
         shrink(image)
         let threshold = Float(options.threshold)
+        defer { swap(&grey, &previous) }
         if average.isEmpty {
             average = grey.map(Float.init)
             return Result(hasMotion: true, regions: [Rect(minX: 0, minY: 0, maxX: Double(size.width), maxY: Double(size.height))], changed: 1)
@@ -76,7 +83,11 @@ public struct MotionDetector: Sendable {
             for i in 0..<grey.count { average[i] = Float(grey[i]) }
             return Result(hasMotion: true, regions: [Rect(minX: 0, minY: 0, maxX: Double(size.width), maxY: Double(size.height))], changed: share)
         }
-        for i in 0..<grey.count { average[i] += (Float(grey[i]) - average[i]) * weight }
+        let still = threshold / 3, settle = options.settleWeight
+        for i in 0..<grey.count {
+            let value = Float(grey[i])
+            average[i] += (value - average[i]) * (abs(value - Float(previous[i])) <= still ? settle : weight)
+        }
         guard count >= options.minimumArea else { return Result(hasMotion: false, regions: [], changed: share) }
         let regions = self.regions()
         return Result(hasMotion: !regions.isEmpty, regions: regions, changed: share)
@@ -89,6 +100,7 @@ public struct MotionDetector: Sendable {
         width = max(1, Int((Double(size.width) * Double(height) / Double(max(1, size.height))).rounded()))
         average = []
         grey = Array(repeating: 0, count: width * height)
+        previous = grey
         changed = Array(repeating: false, count: width * height)
         ignored = Array(repeating: false, count: width * height)
         let scaleX = Double(size.width) / Double(width), scaleY = Double(size.height) / Double(height)
