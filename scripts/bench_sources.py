@@ -18,11 +18,12 @@ No Python peer runs here: the reference pipeline has no multi-source server to c
    latency and RSS over time.
 
 4. Motion gating (--motion): the same count on mostly static camera-like video (an empty frame
-   held 50 s with sensor noise, then a 10 s walk, looped), each source gating inference on motion
+   held 50 s with sensor noise, then a 10 s walk, looped; six copies starting at other points of
+   that minute, so the walks do not all coincide), each source gating inference on motion
    (the issue's goal: 64 on 2 cores); the ceiling is 128.
 
 Usage (run by scripts/bench.sh --sources):
-  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--rounds 3] [--viewers-only] [--load MINUTES] [--motion]
+  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--rounds 3] [--viewers-only] [--load MINUTES] [--motion [--static-seconds 50]]
 """
 import argparse
 import datetime
@@ -36,6 +37,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import cv2
@@ -71,9 +73,11 @@ def totals(base, ids):
     return {k: sum(s[k] for s in statuses) for k in ("received", "processed", "dropped")}, statuses
 
 
-def static_video(work):
-    """Camera-like and mostly static: an empty frame of the shared video held for 50 s with sensor
-    noise, then 10 s of it with a person walking through (looped by the sources)."""
+def static_videos(work, count=6, static_seconds=50):
+    """Camera-like and mostly static: an empty frame of the shared video held for `static_seconds`
+    with sensor noise, then 10 s of it with a person walking through (looped by the sources);
+    `count` copies, each starting at another point of the loop, so the cameras' walks do not all
+    coincide."""
     import numpy as np
     capture = cv2.VideoCapture(VIDEO)
     frames = []
@@ -82,30 +86,43 @@ def static_video(work):
         if not ok:
             break
         frames.append(frame)
-    path = os.path.join(work, "static.mp4")
     h, w = frames[0].shape[:2]
-    encoder = subprocess.Popen(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-r", "10", "-i", "-",
-                                "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p", path], stdin=subprocess.PIPE)
     rng = np.random.default_rng(3)
     still = frames[60].astype(np.int16)
-    for _ in range(500):
-        encoder.stdin.write(np.clip(still + rng.normal(0, 2.0, still.shape), 0, 255).astype(np.uint8).tobytes())
-    for frame in frames[60:160]:
-        encoder.stdin.write(frame.tobytes())
-    encoder.stdin.close()
-    encoder.wait()
-    return path
+    minute = [np.clip(still + rng.normal(0, 2.0, still.shape), 0, 255).astype(np.uint8) for _ in range(int(static_seconds * 10))] + frames[60:160]
+    paths = []
+    for k in range(count):
+        path = os.path.join(work, f"static-{k}.mp4")
+        encoder = subprocess.Popen(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-r", "10", "-i", "-",
+                                    "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p", path], stdin=subprocess.PIPE)
+        shift = k * len(minute) // count
+        for frame in minute[shift:] + minute[:shift]:
+            encoder.stdin.write(frame.tobytes())
+        encoder.stdin.close()
+        encoder.wait()
+        paths.append(path)
+    return paths
 
 
-def sources_per_machine(base, seconds, largest, video=VIDEO, motion=False):
+def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
     best = 0
     steps = [8, 16, 32, 48, 64, 80, 96, 112, 128] if motion else None
     n = steps.pop(0) if motion else 1
     while n <= largest:
-        spec = {"input": video, "realtime": True, "loop": True, "record": False, "classes": []}
-        if motion:
-            spec["motion"] = True
-        ids = [api(base, "/api/v1/sources", spec)["id"] for _ in range(n)]
+        def spec(i):
+            spec = {"input": videos[i % len(videos)], "realtime": True, "loop": True, "record": False, "classes": []}
+            if motion:
+                spec["motion"] = True
+            return spec
+        try:
+            ids = [api(base, "/api/v1/sources", spec(i))["id"] for i in range(n)]
+        except urllib.error.HTTPError as error:
+            if error.code != 409:
+                raise
+            print(f"  {n:3d} sources: refused, the server's limit of sources is reached ({json.load(error)['error']['message']})")
+            for earlier in api(base, "/api/v1/sources")["sources"]:
+                api(base, f"/api/v1/sources/{earlier['id']}", method="DELETE")
+            break
         time.sleep(4)  # warm-up: open, first frames
         before, _ = totals(base, ids)
         time.sleep(seconds)
@@ -271,6 +288,7 @@ def main():
     parser.add_argument("--load", type=float, help="minutes of the load run instead of the two benchmarks")
     parser.add_argument("--viewers-only", action="store_true", help="only the viewers benchmark")
     parser.add_argument("--motion", action="store_true", help="sources per machine with motion gating on mostly static video (--max 128)")
+    parser.add_argument("--static-seconds", type=float, default=50, help="with --motion: seconds of still picture before each 10 s walk")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of 1 then 20 viewers (medians)")
     args = parser.parse_args()
     if args.motion and args.max == 32:
@@ -281,6 +299,7 @@ def main():
     hooks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
     threading.Thread(target=hooks.serve_forever, daemon=True).start()
     server = subprocess.Popen([args.spotter, "serve", "--album", os.path.join(work, "album"), "--port", str(port), "--model", MODEL,
+                               "--media-dir", work,
                                "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/clips"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -301,9 +320,9 @@ def main():
             load(base, args.load)
             return
         if args.motion:
-            print("sources per machine with motion gating, mostly static camera-like video (every frame read, none dropped; "
-                  "frames with motion analysed):")
-            best = sources_per_machine(base, args.seconds, args.max, static_video(work), motion=True)
+            print(f"sources per machine with motion gating, mostly static camera-like video ({args.static_seconds:g} s still, then a 10 s "
+                  "walk; every frame read, none dropped; frames with motion analysed):")
+            best = sources_per_machine(base, args.seconds, args.max, static_videos(work, static_seconds=args.static_seconds), motion=True)
             print(f"  => {best} sources" + (" (the ceiling: raise --max)" if best >= args.max else ""))
             return
         if not args.viewers_only:

@@ -258,7 +258,9 @@ public final class StandardAnalyzer: FrameAnalyzer {
         /// Skip inference on frames without motion (nil: analyze every frame). Default nil.
         public var motion: MotionDetector.Options?
         /// Under motion gating, the longest time between two analyzed frames, in seconds of
-        /// source time (an object that arrives too slowly to move a pixel is still found). Default 10.
+        /// source time (an object that arrives too slowly to move a pixel is still found). Default
+        /// 10; each analyzer takes a random 80-100% of it, so sources started together do not
+        /// all analyze the same instant.
         public var longestSkip: Double = 10
         /// Find rectangles with these options (nil: not). Default nil.
         public var rectangles: RectangleDetector.Options?
@@ -278,6 +280,8 @@ public final class StandardAnalyzer: FrameAnalyzer {
     private let rectangleDetector: RectangleDetector?
     private var tracker: ObjectTracker
     private var motion: MotionDetector?
+    /// ``Options/longestSkip`` with this analyzer's jitter.
+    private let longestSkip: Double
     private var zones: ZoneMonitor?
     private var objects: [Int: TrackedObject] = [:]
     private var lastUpdateEvent: [Int: Double] = [:]
@@ -301,6 +305,7 @@ public final class StandardAnalyzer: FrameAnalyzer {
         }
         tracker = ObjectTracker(options: trackerOptions)
         motion = options.motion.map { MotionDetector(options: $0) }
+        longestSkip = options.longestSkip * Double.random(in: 0.8...1)
     }
 
     public func analyze(_ frame: VideoFrame) throws -> FrameAnalysis {
@@ -313,7 +318,7 @@ public final class StandardAnalyzer: FrameAnalyzer {
             let result = motion!.detect(in: frame.image)
             moved = result.hasMotion
             let movingTrack = tracker.tracks.contains { !$0.isStationary }
-            if let last = lastAnalyzed, !result.hasMotion, !movingTrack, time - last.time < options.longestSkip {
+            if let last = lastAnalyzed, !result.hasMotion, !movingTrack, time - last.time < longestSkip {
                 skippedFrames += 1
                 return FrameAnalysis(frame: frame.index, time: time, analyzed: false, detections: last.detections, tracks: Array(objects.values).sorted { $0.track < $1.track },
                                      rectangles: last.rectangles, zones: occupancy(), motion: false, isTracked: options.tracking)

@@ -2,6 +2,7 @@ import Detection
 import Foundation
 import Imaging
 import Media
+import Synchronization
 
 /// A blocking queue of bounded capacity between two pipeline threads. With `keepLatest`, a push
 /// on a full queue replaces the oldest element instead of waiting (live sources), counting drops.
@@ -265,10 +266,8 @@ public final class FramePipeline {
 }
 
 /// A flag one thread sets and others read.
-public final class StopFlag: @unchecked Sendable {
-    // `value` is guarded by `lock`; `onSet` is immutable and Sendable.
-    private let lock = NSLock()
-    private var value = false
+public final class StopFlag: Sendable {
+    private let value = Mutex(false)
     private let onSet: (@Sendable () -> Void)?
 
     /// - Parameter onSet: called (on the setting thread) each time the flag is set.
@@ -277,54 +276,30 @@ public final class StopFlag: @unchecked Sendable {
     }
 
     public func set() {
-        lock.lock()
-        value = true
-        lock.unlock()
+        value.withLock { $0 = true }
         onSet?()
     }
 
-    public var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
+    public var isSet: Bool { value.withLock { $0 } }
 }
 
 /// The first error of a thread, read after it finished.
-final class ErrorBox: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var stored: Error?
+final class ErrorBox: Sendable {
+    private let stored = Mutex<(any Error)?>(nil)
 
-    func set(_ error: Error) {
-        lock.lock()
-        if stored == nil { stored = error }
-        lock.unlock()
+    func set(_ error: any Error) {
+        stored.withLock { if $0 == nil { $0 = error } }
     }
 
-    var error: Error? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
+    var error: (any Error)? { stored.withLock { $0 } }
 }
 
-final class Counter: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var count = 0
+final class Counter: Sendable {
+    private let count = Mutex(0)
 
-    func increment() {
-        lock.lock()
-        count += 1
-        lock.unlock()
-    }
+    func increment() { count.withLock { $0 += 1 } }
 
-    var value: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
-    }
+    var value: Int { count.withLock { $0 } }
 }
 
 /// Hands the reader to the decode thread, which is then its only user until `run` returns (other

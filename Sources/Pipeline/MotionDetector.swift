@@ -52,6 +52,9 @@ public struct MotionDetector: Sendable {
     private var average: [Float] = []
     private var grey: [UInt8] = []
     private var previous: [UInt8] = []
+    /// Per small pixel, the two frame columns (and rows) sampled for it.
+    private var columns: [Int] = []
+    private var rows: [Int] = []
     private var changed: [Bool] = []
     private var ignored: [Bool] = []
     private var stack: [Int] = []
@@ -101,6 +104,15 @@ public struct MotionDetector: Sendable {
         average = []
         grey = Array(repeating: 0, count: width * height)
         previous = grey
+        // Two samples a quarter and three quarters into each block, clamped to the frame.
+        func samples(_ count: Int, _ full: Int) -> [Int] {
+            (0..<count).flatMap { i -> [Int] in
+                let a = Double(i) * Double(full) / Double(count), b = Double(i + 1) * Double(full) / Double(count)
+                return [min(full - 1, Int(a + (b - a) * 0.25)), min(full - 1, Int(a + (b - a) * 0.75))]
+            }
+        }
+        columns = samples(width, size.width)
+        rows = samples(height, size.height)
         changed = Array(repeating: false, count: width * height)
         ignored = Array(repeating: false, count: width * height)
         let scaleX = Double(size.width) / Double(width), scaleY = Double(size.height) / Double(height)
@@ -113,34 +125,31 @@ public struct MotionDetector: Sendable {
         }
     }
 
-    /// The grey copy: each small pixel the mean luma of up to 4x4 samples spread over its block.
+    /// The grey copy: each small pixel the mean luma of 2x2 samples spread over its block (as a
+    /// bilinear shrink samples, Frigate's `cv2.resize`), from the columns and rows ``reset(for:)``
+    /// chose.
     private mutating func shrink(_ image: Image) {
         let channels = image.format == .gray8 ? 1 : 3
         let source = image.format == .gray8 || image.format == .rgb24 ? image : image.converted(to: .rgb24)
         let stride = source.strides[0]
-        let w = width, h = height, fw = source.width, fh = source.height
+        let w = width, h = height, rows = self.rows
         source.data.withUnsafeBufferPointer { pixels in
+            guard let base = pixels.baseAddress else { return }
             grey.withUnsafeMutableBufferPointer { out in
-                for y in 0..<h {
-                    let y0 = y * fh / h, y1 = max(y0 + 1, (y + 1) * fh / h)
-                    let stepY = max(1, (y1 - y0) / 4)
-                    for x in 0..<w {
-                        let x0 = x * fw / w, x1 = max(x0 + 1, (x + 1) * fw / w)
-                        let stepX = max(1, (x1 - x0) / 4)
-                        var sum = 0, n = 0
-                        var sy = y0
-                        while sy < y1 {
-                            var sx = x0
-                            let row = sy * stride
-                            while sx < x1 {
-                                let p = row + sx * channels
-                                sum += channels == 1 ? Int(pixels[p]) * 256 : 77 * Int(pixels[p]) + 150 * Int(pixels[p + 1]) + 29 * Int(pixels[p + 2])
-                                n += 1
-                                sx += stepX
+                columns.withUnsafeBufferPointer { columns in
+                    for y in 0..<h {
+                        let top = base + rows[2 * y] * stride, bottom = base + rows[2 * y + 1] * stride
+                        for x in 0..<w {
+                            let left = columns[2 * x] * channels, right = columns[2 * x + 1] * channels
+                            let sum: Int
+                            if channels == 1 {
+                                sum = (Int(top[left]) + Int(top[right]) + Int(bottom[left]) + Int(bottom[right])) * 256
+                            } else {
+                                func luma(_ p: UnsafePointer<UInt8>) -> Int { 77 * Int(p[0]) + 150 * Int(p[1]) + 29 * Int(p[2]) }
+                                sum = luma(top + left) + luma(top + right) + luma(bottom + left) + luma(bottom + right)
                             }
-                            sy += stepY
+                            out[y * w + x] = UInt8(truncatingIfNeeded: min(255, sum >> 10))
                         }
-                        out[y * w + x] = UInt8(min(255, sum / (256 * max(1, n))))
                     }
                 }
             }

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// Where and how `spotter serve` posts each finished clip.
 public struct WebhookOptions: Sendable, Equatable {
@@ -129,14 +130,12 @@ struct WebhookService: Service {
 }
 
 /// Deliveries and failures, for `/metrics`.
-final class WebhookCounters: @unchecked Sendable {
-    private let lock = NSLock()
-    private var delivered = 0
-    private var failed = 0
+final class WebhookCounters: Sendable {
+    private let counts = Mutex((delivered: 0, failed: 0))
 
     func count(delivered ok: Bool) {
-        lock.withLock { if ok { delivered += 1 } else { failed += 1 } }
+        counts.withLock { if ok { $0.delivered += 1 } else { $0.failed += 1 } }
     }
 
-    var totals: (delivered: Int, failed: Int) { lock.withLock { (delivered, failed) } }
+    var totals: (delivered: Int, failed: Int) { counts.withLock { $0 } }
 }

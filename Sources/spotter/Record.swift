@@ -3,6 +3,7 @@ import Detection
 import Foundation
 import Media
 import Pipeline
+import Synchronization
 
 /// What starts and keeps a clip going.
 enum RecordTrigger: String, ExpressibleByArgument, CaseIterable {
@@ -234,24 +235,23 @@ struct Record: ParsableCommand {
 
 /// What a record run learns from its threads: the clip session (made once the source is open) and
 /// the progress bar of the current connection.
-private final class Recorded: @unchecked Sendable {
-    // Guarded by `lock`: written by the run's threads, read by the main thread after or during the run.
-    private let lock = NSLock()
-    private var storedSession: ClipSession?
-    private var storedProgress: (bar: ProgressBar, info: VideoReader.Info)?
+private final class Recorded: Sendable {
+    // Written by the run's threads, read by the main thread after or during the run.
+    private let storedSession = Mutex<ClipSession?>(nil)
+    private let storedProgress = Mutex<(bar: ProgressBar, info: VideoReader.Info)?>(nil)
 
     var session: ClipSession? {
-        get { lock.withLock { storedSession } }
-        set { lock.withLock { storedSession = newValue } }
+        get { storedSession.withLock { $0 } }
+        set { storedSession.withLock { $0 = newValue } }
     }
 
-    var progress: (bar: ProgressBar, info: VideoReader.Info)? { lock.withLock { storedProgress } }
+    var progress: (bar: ProgressBar, info: VideoReader.Info)? { storedProgress.withLock { $0 } }
 
     /// A new connection: a bar of its own (the earlier one is finished).
     func opened(_ info: VideoReader.Info, bar: ProgressBar) {
-        let previous = lock.withLock {
-            defer { storedProgress = (bar, info) }
-            return storedProgress?.bar
+        let previous = storedProgress.withLock { stored in
+            defer { stored = (bar, info) }
+            return stored?.bar
         }
         previous?.finish()
     }
