@@ -138,14 +138,23 @@ public final class ClipSession: @unchecked Sendable {
     /// indexes them once there is room. Relative paths.
     public private(set) var unindexed: [String] = []
 
+    /// Clips a failed write left with no readable frame, removed: each with its size on disk when
+    /// it was given up (relative path, bytes).
+    public private(set) var unreadable: [(clip: String, bytes: Int)] = []
+
     /// After a failed write: closes what can be closed of the open clip and indexes what of it is
     /// readable as incomplete, or removes it.
     private func salvage() {
         guard let clip = current else { return }
         current = nil
         try? clip.writer?.finish()
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: clip.reservation.path)[.size] as? Int) ?? 0
         do {
-            if try album.adopt(clip.reservation.clip, source: source, start: clip.start) != nil { clipsFinished += 1 }
+            if try album.adopt(clip.reservation.clip, source: source, start: clip.start) != nil {
+                clipsFinished += 1
+            } else {
+                unreadable.append((clip.reservation.clip, bytes))
+            }
         } catch {
             unindexed.append(clip.reservation.clip)
         }

@@ -202,6 +202,7 @@ struct Record: ParsableCommand {
             let waiting = (session?.pendingRows.count ?? 0) + (session?.unindexed.count ?? 0)
             var text = finished == 0 ? "no clip was indexed" : "\(finished) clip(s) are in \(album)"
             if waiting > 0 { text += "; \(waiting) recorded clip(s) are on disk without an index row: `spotter album repair \(album)` indexes them" }
+            for (clip, bytes) in session?.unreadable ?? [] { text += "; \(clip) had no readable frame in its \(bytes) bytes and was removed" }
             return text
         }
         let total: PipelineStats
