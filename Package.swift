@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "Rectangles", targets: ["Rectangles"]),
         .library(name: "Faces", targets: ["Faces"]),
         .library(name: "Tracking", targets: ["Tracking"]),
+        .library(name: "Evaluation", targets: ["Evaluation"]),
         .library(name: "ModelStore", targets: ["ModelStore"]),
         .library(name: "Server", targets: ["Server"]),
         .executable(name: "spotter", targets: ["spotter"]),
@@ -67,6 +68,8 @@ let package = Package(
         .target(name: "Media", dependencies: ["CFFmpeg", "CJPEG", "Imaging"]),
         // Pure Swift: objects over time: the multi-object tracker (Kalman filter, optimal assignment).
         .target(name: "Tracking", dependencies: ["Imaging"]),
+        // Pure Swift: COCO box evaluation (pycocotools' COCOeval) for `spotter val`.
+        .target(name: "Evaluation"),
         // Pure Swift: rectangle detection like Apple Vision's, perspective rectification.
         .target(name: "Rectangles", dependencies: ["Imaging"]),
         // ObjectDetector, labels, output layouts, result encodings, annotation.
@@ -89,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces", "Tracking",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces", "Tracking", "Evaluation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `serve --config` reads YAML as well as JSON.
                 .product(name: "Yams", package: "Yams"),
@@ -108,6 +111,7 @@ let package = Package(
         .testTarget(name: "FacesTests", dependencies: ["Faces", "Detection", "Imaging", "Media", "Inference", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
         .testTarget(name: "TrackingTests", dependencies: ["Tracking", "Imaging", "TestSupport"]),
+        .testTarget(name: "EvaluationTests", dependencies: ["Evaluation"], exclude: ["Fixtures"]),
     ]
 )
 

@@ -86,10 +86,16 @@ objects_passed=${objects%% passed*}
 cat .build/check-openapi.log
 openapi=$(tail -1 .build/check-openapi.log)
 openapi_passed=${openapi%% passed*}
+# `spotter val` (issue 35): the 12 COCO numbers against pycocotools on the saved detections, AP
+# against the Python peer (scripts/val_peer.py) on ../shared/coco128, and bad input.
+"$venv/bin/python" scripts/check_val.py .build/release/spotter 2>&1 | grep -v "^INFO: " > .build/check-val.log || { cat .build/check-val.log; exit 1; }
+cat .build/check-val.log
+val=$(tail -1 .build/check-val.log)
+val_passed=${val%% of*}
 
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
 cat .build/check-server.log
 server=$(tail -1 .build/check-server.log)
 server_passed=${server%% passed*}
-echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + recorder_passed + server_passed)) passed, 0 failed"
+echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + recorder_passed + zones_passed + objects_passed + openapi_passed + val_passed + server_passed)) passed, 0 failed"

@@ -22,15 +22,19 @@ import Foundation
 /// (or any class, when not `classAware`) is above `iouThreshold`.
 @_spi(Decoding) public enum NonMaxSuppression {
     public static func apply(_ detections: [RawDetection], iouThreshold: Float, classAware: Bool = true, limit: Int = 300) -> [RawDetection] {
-        let sorted = detections.sorted { $0.score > $1.score }
+        // Best first; equal scores keep the model's order.
+        let order = detections.indices.sorted { detections[$0].score != detections[$1].score ? detections[$0].score > detections[$1].score : $0 < $1 }
         var kept: [RawDetection] = []
-        kept.reserveCapacity(min(limit, sorted.count))
-        for candidate in sorted {
+        kept.reserveCapacity(min(limit, detections.count))
+        // Kept boxes by class (one group when not class-aware): a candidate meets only its own.
+        var groups: [Int: [(Float, Float, Float, Float)]] = [:]
+        for index in order {
             if kept.count >= limit { break }
-            let overlaps = kept.contains { other in
-                (!classAware || other.classIndex == candidate.classIndex) && iou(other.box, candidate.box) > iouThreshold
-            }
-            if !overlaps { kept.append(candidate) }
+            let candidate = detections[index]
+            let group = classAware ? candidate.classIndex : 0
+            if let boxes = groups[group], boxes.contains(where: { iou($0, candidate.box) > iouThreshold }) { continue }
+            kept.append(candidate)
+            groups[group, default: []].append(candidate.box)
         }
         return kept
     }

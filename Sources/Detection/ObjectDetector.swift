@@ -164,6 +164,11 @@ public final class ObjectDetector {
         /// YOLO: intersection over union above which a box of the same class is suppressed. Default
         /// 0.45. (BlazeFace merges faces overlapping by more than 0.3, as MediaPipe does.)
         public var iouThreshold: Float = 0.45
+        /// YOLO: at most this many boxes leave non-maximum suppression (before `maxResults`). Default 300.
+        public var nmsLimit: Int = 300
+        /// YOLO: suppress overlapping boxes whatever their classes (Ultralytics' `agnostic_nms`).
+        /// Default false: only boxes of the same class suppress each other.
+        public var classAgnosticNMS = false
         /// For float inputs: `(value - mean) / std` per channel, overriding the model's metadata
         /// (BlazeFace without metadata: 127.5 and 127.5, MediaPipe's range -1...1).
         public var normalization: Normalization?
@@ -186,6 +191,17 @@ public final class ObjectDetector {
             self.resizeMode = resizeMode
             self.normalization = normalization
             self.labelsPath = labelsPath
+        }
+
+        /// The settings accuracy is measured with (Ultralytics' `val`, pycocotools): every
+        /// detection down to score 0.001; YOLO keeps at most 300 boxes per picture after class-wise
+        /// suppression at IoU 0.7. Models with a fixed number of outputs (SSD) keep what they give.
+        public static func validation(threadCount: Int = Processors.available, backend: Interpreter.Options.Backend = .xnnpack) -> Options {
+            var options = Options(scoreThreshold: 0.001, threadCount: threadCount, backend: backend)
+            options.iouThreshold = 0.7
+            options.nmsLimit = 300
+            options.classAgnosticNMS = false
+            return options
         }
     }
 
@@ -296,32 +312,54 @@ public final class ObjectDetector {
         })
     }
 
+    /// How pictures are fitted to this detector's input: a value that may run on another thread
+    /// (a pipeline prepares the next picture while the detector runs on this one).
+    public struct Preparation: Sendable {
+        public let inputSize: Size
+        let mode: ResizeMode
+        let fill: (UInt8, UInt8, UInt8)
+
+        /// Converts to RGB, turns upright and fits `image` to the input.
+        public func prepare(_ image: Image, orientation: Orientation = .up) -> PreparedImage {
+            image.prepared(for: inputSize, mode: mode, orientation: orientation, fill: fill)
+        }
+    }
+
+    /// This detector's ``Preparation``.
+    public var preparation: Preparation {
+        switch layout {
+        case .yolo: return Preparation(inputSize: inputSize, mode: options.resizeMode ?? .letterbox, fill: (114, 114, 114))
+        case .blazeFace: return Preparation(inputSize: inputSize, mode: options.resizeMode ?? .letterbox, fill: (0, 0, 0))
+        case .ssd: return Preparation(inputSize: inputSize, mode: options.resizeMode ?? .stretch, fill: (0, 0, 0))
+        }
+    }
+
     /// Detects objects in `image`, given how its stored pixels must be turned to be upright.
     ///
     /// Boxes are in pixels of the upright picture; `result.uprightToStored` maps them to the stored frame.
     public func detect(_ image: Image, orientation: Orientation = .up) throws -> DetectionResult {
         let clock = ContinuousClock()
         var prepared: PreparedImage!
-        let preprocess = try clock.measure {
-            switch layout {
-            case .yolo:
-                prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .letterbox, orientation: orientation, fill: (114, 114, 114))
-            case .blazeFace:
-                prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .letterbox, orientation: orientation, fill: (0, 0, 0))
-            case .ssd:
-                prepared = image.prepared(for: inputSize, mode: options.resizeMode ?? .stretch, orientation: orientation)
-            }
-            try fillInput(prepared.pixels)
-        }
+        let preprocess = clock.measure { prepared = preparation.prepare(image, orientation: orientation) }
+        var result = try detect(prepared)
+        result.timings.preprocess += Self.milliseconds(preprocess)
+        return result
+    }
+
+    /// Detects objects in a picture ``preparation`` fitted to the input.
+    public func detect(_ prepared: PreparedImage) throws -> DetectionResult {
+        let clock = ContinuousClock()
+        let preprocess = try clock.measure { try fillInput(prepared.pixels) }
         let inference = try clock.measure { try interpreter.invoke() }
         var detections: [Detection] = []
         let postprocess = try clock.measure { detections = try decode(prepared) }
-        func ms(_ d: Duration) -> Double { Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15 }
         return DetectionResult(
             imageSize: prepared.uprightSize, detections: detections,
-            timings: .init(preprocess: ms(preprocess), inference: ms(inference), postprocess: ms(postprocess)),
+            timings: .init(preprocess: Self.milliseconds(preprocess), inference: Self.milliseconds(inference), postprocess: Self.milliseconds(postprocess)),
             uprightToStored: prepared.storedToUpright.inverted)
     }
+
+    private static func milliseconds(_ d: Duration) -> Double { Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15 }
 
     private func fillInput(_ pixels: Image) throws {
         try interpreter.withInput(at: 0) { buffer in
@@ -331,7 +369,18 @@ public final class ObjectDetector {
                 buffer.copyBytes(from: bytes)
             case .int8:
                 if let table = int8InputTable {
-                    for i in bytes.indices { buffer[i] = table[(i % 3) * 256 + Int(bytes[i])] }
+                    // Pixel by pixel, each channel through its own 256 entries.
+                    table.withUnsafeBufferPointer { table in
+                        bytes.withUnsafeBufferPointer { source in
+                            let pixels = min(source.count, buffer.count) / 3
+                            for p in 0..<pixels {
+                                let i = 3 * p
+                                buffer[i] = table[Int(source[i])]
+                                buffer[i + 1] = table[256 + Int(source[i + 1])]
+                                buffer[i + 2] = table[512 + Int(source[i + 2])]
+                            }
+                        }
+                    }
                 } else {
                     for i in bytes.indices { buffer[i] = bytes[i] ^ 0x80 }
                 }
@@ -362,7 +411,7 @@ public final class ObjectDetector {
         case .yolo(let yolo):
             let candidates = try yolo.read(interpreter, threshold: options.scoreThreshold, inputSize: (inputSize.width, inputSize.height))
             raw = NonMaxSuppression.apply(candidates.filter { (allowed?.contains($0.classIndex) ?? true) && !denied.contains($0.classIndex) },
-                                          iouThreshold: options.iouThreshold)
+                                          iouThreshold: options.iouThreshold, classAware: !options.classAgnosticNMS, limit: options.nmsLimit)
         case .blazeFace(let face):
             raw = NonMaxSuppression.weighted(try face.read(interpreter, threshold: options.scoreThreshold), iouThreshold: BlazeFaceLayout.mergeThreshold)
         }

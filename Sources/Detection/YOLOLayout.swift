@@ -53,43 +53,71 @@ import TFLiteFormat
     /// Candidates of the output tensor's bytes; empty when they are fewer than the layout needs.
     public func decode(_ bytes: UnsafeRawBufferPointer, threshold: Float, inputSize: (width: Int, height: Int)) -> [RawDetection] {
         let count = candidates * (classCount + (version == .v5 ? 5 : 4))
-        let value: (Int) -> Float
+        let (scale, zeroPoint) = (self.scale, Float(self.zeroPoint))
         switch type {
         case .uint8:
             let values = bytes.bindMemory(to: UInt8.self)
             guard values.count >= count else { return [] }
-            value = { Float(Int(values[$0]) - zeroPoint) * scale }
+            return decode(values, threshold: threshold, inputSize: inputSize) { (Float($0) - zeroPoint) * scale }
         case .int8:
             let values = bytes.bindMemory(to: Int8.self)
             guard values.count >= count else { return [] }
-            value = { Float(Int(values[$0]) - zeroPoint) * scale }
+            return decode(values, threshold: threshold, inputSize: inputSize) { (Float($0) - zeroPoint) * scale }
         default:
             let values = bytes.bindMemory(to: Float.self)
             guard values.count >= count else { return [] }
-            value = { values[$0] }
+            return decode(values, threshold: threshold, inputSize: inputSize) { $0 }
         }
+    }
+
+    /// The decoding on stored values: the best class is found on them (dequantizing keeps the
+    /// order, the scale being positive), so only one value per candidate is dequantized.
+    private func decode<Value: Comparable>(_ values: UnsafeBufferPointer<Value>, threshold: Float, inputSize: (width: Int, height: Int),
+                                           dequantize: (Value) -> Float) -> [RawDetection] {
+        guard classCount > 0, candidates > 0 else { return [] }
         let fields = classCount + (version == .v5 ? 5 : 4)
-        // v5: row-major [candidate][field]; v8: [field][candidate].
-        let at: (Int, Int) -> Float = version == .v5 ? { value($0 * fields + $1) } : { value($1 * candidates + $0) }
         var found: [RawDetection] = []
-        for candidate in 0..<candidates {
-            let objectness: Float = version == .v5 ? at(candidate, 4) : 1
-            if objectness < threshold { continue }
-            let first = version == .v5 ? 5 : 4
-            var best = 0, bestScore: Float = -.infinity
-            for c in 0..<classCount {
-                let score = at(candidate, first + c)
-                if score > bestScore { (best, bestScore) = (c, score) }
-            }
-            let score = objectness * bestScore
-            if score < threshold { continue }
-            var (cx, cy, w, h) = (at(candidate, 0), at(candidate, 1), at(candidate, 2), at(candidate, 3))
+        func box(_ cx: Float, _ cy: Float, _ w: Float, _ h: Float) -> (Float, Float, Float, Float) {
+            var (cx, cy, w, h) = (cx, cy, w, h)
             if max(cx, cy, w, h) > 1.5 {
                 // Pixel coordinates of the input.
                 cx /= Float(inputSize.width); w /= Float(inputSize.width)
                 cy /= Float(inputSize.height); h /= Float(inputSize.height)
             }
-            found.append(RawDetection(classIndex: best, score: score, box: (cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2)))
+            return (cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2)
+        }
+        switch version {
+        case .v5:
+            // Row-major [candidate][field]: centre x, centre y, width, height, objectness, classes.
+            for candidate in 0..<candidates {
+                let row = candidate * fields
+                let objectness = dequantize(values[row + 4])
+                if objectness < threshold { continue }
+                var best = 0, bestValue = values[row + 5]
+                for c in 1..<classCount where values[row + 5 + c] > bestValue { (best, bestValue) = (c, values[row + 5 + c]) }
+                let score = objectness * dequantize(bestValue)
+                if score < threshold { continue }
+                found.append(RawDetection(classIndex: best, score: score, box: box(dequantize(values[row]), dequantize(values[row + 1]),
+                                                                                    dequantize(values[row + 2]), dequantize(values[row + 3]))))
+            }
+        case .v8:
+            // [field][candidate]: one pass per class over contiguous rows.
+            var bestValue = Array(values[(4 * candidates)..<(5 * candidates)])
+            var bestClass = [Int32](repeating: 0, count: candidates)
+            for c in 1..<classCount {
+                let row = (4 + c) * candidates
+                for n in 0..<candidates where values[row + n] > bestValue[n] {
+                    bestValue[n] = values[row + n]
+                    bestClass[n] = Int32(c)
+                }
+            }
+            for n in 0..<candidates {
+                let score = dequantize(bestValue[n])
+                if score < threshold { continue }
+                found.append(RawDetection(classIndex: Int(bestClass[n]), score: score,
+                                          box: box(dequantize(values[n]), dequantize(values[candidates + n]),
+                                                   dequantize(values[2 * candidates + n]), dequantize(values[3 * candidates + n]))))
+            }
         }
         return found
     }
