@@ -52,7 +52,7 @@ struct Val: ParsableCommand {
     @Option(parsing: .unconditional, help: "Lowest score kept (Ultralytics' val: 0.001).")
     var threshold: Float = 0.001
 
-    @Option(parsing: .unconditional, help: "Threads for inference (default: the cores this process may use).")
+    @Option(parsing: .unconditional, help: "Pictures detected at once, each on one thread (default: the cores this process may use).")
     var threads: Int?
 
     @Option(help: "Kernels: xnnpack or reference.")
@@ -131,58 +131,67 @@ struct Val: ParsableCommand {
         var options = ObjectDetector.Options.validation(threadCount: threadsWithinCores(threads), backend: backend)
         options.scoreThreshold = threshold
         options.labelsPath = labels
-        let detector: ObjectDetector
-        do { detector = try ObjectDetector(modelPath: modelPath, options: options) } catch {
+        // One single-threaded detector per worker: each worker decodes, prepares and detects its
+        // own pictures, so the cores never wait on one another (more pictures a second than one
+        // picture on several threads, whose threads idle while a picture is decoded).
+        let workers = threadsWithinCores(threads)
+        let pool: DetectorPool
+        do { pool = try DetectorPool(modelPath: modelPath, count: workers, options: options) } catch {
             throw CommandFailure("cannot use \(modelPath): \(error)")
         }
-        let categoryOf = try Self.categories(detector.labels, dataset: dataset, model: modelPath)
+        let categoryOf = try Self.categories(pool.labels, dataset: dataset, model: modelPath)
 
-        // Pictures in id order; each decoded and fitted to the input on another thread while the
-        // previous one is detected.
         let pictures = dataset.images.sorted { $0.id < $1.id }
         let limits = ImageFile.Limits(maxPixels: Int(maxMegapixels * 1_000_000))
         let folder = URL(fileURLWithPath: images)
-        let preparation = detector.preparation
-        let decode: @Sendable (COCODataset.Image) -> Result<PreparedImage, Error> = { picture in
-            Result { preparation.prepare(try ImageFile.decode(folder.appendingPathComponent(picture.fileName).path, limits: limits).upright) }
-        }
         let progress = ProgressBar(total: pictures.count, enabled: !json)
-        var detections: [COCODetection] = []
-        var evaluated: [COCODataset.Image] = []
-        var failed: [String] = []
+        /// Per picture, in id order: its detections, or why it could not be read.
+        let results = Locked([Result<[COCODetection], CommandFailure>?](repeating: nil, count: pictures.count))
+        let next = Locked(0), finished = Locked(0)
         let detectStart = ContinuousClock.now
-        let prefetch = DispatchQueue(label: "spotter.val.decode")
-        var next: DispatchWorkItem?
-        let decoded = Locked<Result<PreparedImage, Error>?>(nil)
-        func startDecoding(_ index: Int) {
-            guard index < pictures.count else { next = nil; return }
-            let picture = pictures[index]
-            let work = DispatchWorkItem { decoded.value = decode(picture) }
-            next = work
-            prefetch.async(execute: work)
-        }
-        startDecoding(0)
-        for (index, picture) in pictures.enumerated() {
-            progress.update(index, note: picture.fileName)
-            next?.wait()
-            let result = decoded.value!
-            startDecoding(index + 1)
-            do {
-                let found = try detector.detect(try result.get())
-                for d in found.detections {
-                    guard let category = categoryOf[d.label] else { continue }
-                    detections.append(COCODetection(imageID: picture.id, categoryID: category,
-                                                    bbox: [d.box.minX, d.box.minY, d.box.width, d.box.height], score: Double(d.score)))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while true {
+                let index = next.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
                 }
-                evaluated.append(picture)
-            } catch {
-                let message = "\(error)"
+                guard index < pictures.count else { return }
+                let picture = pictures[index]
                 let path = folder.appendingPathComponent(picture.fileName).path
-                progress.error(message.contains(picture.fileName) ? message : "\(path): \(message)")
-                failed.append(picture.fileName)
+                let result: Result<[COCODetection], CommandFailure>
+                do {
+                    let image = try ImageFile.decode(path, limits: limits).upright
+                    let found = try pool.withDetector { try $0.detect(image) }
+                    result = .success(found.detections.compactMap { d in
+                        categoryOf[d.label].map {
+                            COCODetection(imageID: picture.id, categoryID: $0, bbox: [d.box.minX, d.box.minY, d.box.width, d.box.height], score: Double(d.score))
+                        }
+                    })
+                } catch {
+                    let message = "\(error)"
+                    result = .failure(CommandFailure(message.contains(picture.fileName) ? message : "\(path): \(message)"))
+                }
+                results.withLock { $0[index] = result }
+                finished.withLock { done in
+                    done += 1
+                    if case .failure(let failure) = result { progress.error(failure.description) }
+                    progress.update(done, note: picture.fileName)
+                }
             }
         }
         progress.finish()
+        var detections: [COCODetection] = []
+        var evaluated: [COCODataset.Image] = []
+        var failed: [String] = []
+        for (picture, result) in zip(pictures, results.value) {
+            switch result {
+            case .success(let found)?:
+                detections += found
+                evaluated.append(picture)
+            default:
+                failed.append(picture.fileName)
+            }
+        }
         let detectSeconds = Self.seconds(ContinuousClock.now - detectStart)
         guard !evaluated.isEmpty else {
             throw CommandFailure("none of the \(pictures.count) pictures the annotations list could be read under \(images)")
