@@ -220,7 +220,7 @@ struct Val: ParsableCommand {
     /// `--detections`: scores a results file.
     func score(_ path: String, against dataset: COCODataset, started: ContinuousClock.Instant) throws {
         let found: [COCODetection]
-        do { found = try JSONDecoder().decode([COCODetection].self, from: Data(contentsOf: URL(fileURLWithPath: path))) } catch let error as DecodingError {
+        do { found = try COCODetection.list(from: Data(contentsOf: URL(fileURLWithPath: path))) } catch let error as DecodingError {
             throw CommandFailure("--detections \(path) is not a COCO results list (image_id, category_id, bbox, score): \(error)")
         } catch {
             throw CommandFailure("--detections \(path): \(error.localizedDescription)")

@@ -103,3 +103,35 @@ import Testing
         #expect(lines[6] == " Average Recall     (AR) @[ IoU=0.50:0.95 | area=   all | maxDets=  1 ] = 0.100")
     }
 }
+
+/// The fast reader of results files against `JSONDecoder` on the same text.
+@Suite struct ResultsReaderTests {
+    @Test func readsWhatJSONDecoderReads() throws {
+        let texts = [
+            #"[{"image_id": 9, "category_id": 1, "bbox": [1.5, 2.25e1, 0.1, 3], "score": 0.8984375}]"#,
+            #"[ {"score":1e-3,"bbox":[ -0.0 , 1E2,5,6 ] , "category_id":90,"image_id":123456789} ,{"image_id":1,"category_id":2,"bbox":[0.30000000000000004,1,2,3],"score":0.1}]"#,
+            "[]",
+            "\n[{\"image_id\":1,\"category_id\":1,\"bbox\":[1,2,3,4],\"score\":0.5}]\n",
+        ]
+        for text in texts {
+            let ours = try COCODetection.list(from: Data(text.utf8))
+            let theirs = try JSONDecoder().decode([COCODetection].self, from: Data(text.utf8))
+            #expect(ours == theirs, "\(text)")
+        }
+        // Every detection of the pycocotools cases, as Python wrote them.
+        for item in COCOEvaluatorTests.cases.prefix(12) {
+            let text = try JSONEncoder().encode(item.detections)
+            #expect(try COCODetection.list(from: text) == item.detections)
+        }
+    }
+
+    @Test func otherShapesGoThroughJSONDecoderAndBadTextIsAnError() throws {
+        // An extra key: read by JSONDecoder, which ignores it.
+        let extra = #"[{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 0.5, "segmentation": [[1, 2]]}]"#
+        #expect(try COCODetection.list(from: Data(extra.utf8)).count == 1)
+        for bad in [#"[{"image_id": 1, "bbox": [1, 2, 3, 4], "score": 0.5}]"#, #"[{"image_id": 1.5, "category_id": 1, "bbox": [], "score": 1}]"#,
+                    "[{", "", #"{"image_id": 1}"#, #"[{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": NaN}]"#] {
+            #expect(throws: DecodingError.self, "\(bad)") { try COCODetection.list(from: Data(bad.utf8)) }
+        }
+    }
+}
