@@ -6,6 +6,7 @@ import Foundation
 import Imaging
 import Inference
 import Media
+import ModelStore
 import Pipeline
 
 struct Val: ParsableCommand {
@@ -22,10 +23,11 @@ struct Val: ParsableCommand {
             Examples:
               spotter val --model yolov8n.tflite --images coco128/train2017 \\
                 --annotations coco128/annotations/instances_train2017.json
-              spotter val --model detect.tflite --images val2017 --annotations instances_val2017.json --per-class
-              spotter val --model detect.tflite --images val2017 --annotations instances_val2017.json \\
-                --json --save-json detections.json
-              spotter val --annotations instances_val2017.json --detections detections.json
+              spotter val --model detect.tflite --images val2017 \\
+                --annotations instances_val2017.json --per-class
+              spotter val --model detect.tflite --images val2017 \\
+                --annotations instances_val2017.json --json --save-json dets.json
+              spotter val --annotations instances_val2017.json --detections dets.json
             """)
 
     @Option(help: "The model: a .tflite file, a catalog name or an http(s) URL (default: $SPOTTER_MODEL, else coco-ssd-mobilenet-v1).")
@@ -126,8 +128,12 @@ struct Val: ParsableCommand {
             if target == URL(fileURLWithPath: annotations).standardizedFileURL.path {
                 throw CommandFailure("--save-json \(saveJson) is the annotations file; choose another name")
             }
+            let folder = URL(fileURLWithPath: images)
+            if dataset.images.contains(where: { folder.appendingPathComponent($0.fileName).standardizedFileURL.path == target }) {
+                throw CommandFailure("--save-json \(saveJson) is one of the pictures; choose another name")
+            }
         }
-        let modelPath = try store.resolve(model ?? ProcessInfo.processInfo.environment["SPOTTER_MODEL"] ?? "coco-ssd-mobilenet-v1").path
+        let modelPath = try store.resolve(model ?? ProcessInfo.processInfo.environment["SPOTTER_MODEL"] ?? Catalog.defaultModel).path
         var options = ObjectDetector.Options.validation(threadCount: threadsWithinCores(threads), backend: backend)
         options.scoreThreshold = threshold
         options.labelsPath = labels
@@ -207,11 +213,12 @@ struct Val: ParsableCommand {
         let evaluationStart = ContinuousClock.now
         let evaluation = try COCOEvaluator(groundTruth: groundTruth).evaluate(detections)
         let evaluationSeconds = Self.seconds(ContinuousClock.now - evaluationStart)
-        if let saveJson { try Self.write(detections, to: saveJson) }
         let seconds = Self.seconds(ContinuousClock.now - clock)
         let rate = Double(evaluated.count) / max(detectSeconds, 1e-9)
         show(evaluation, images: evaluated.count, missing: failed.count, detections: detections.count, seconds: seconds, rate: rate,
              evaluationSeconds: evaluationSeconds, source: URL(fileURLWithPath: modelPath).lastPathComponent)
+        // After the numbers, so a file that cannot be written does not take them with it.
+        if let saveJson { try Self.write(detections, to: saveJson) }
         if !failed.isEmpty {
             throw CommandFailure("\(failed.count) of the \(pictures.count) pictures could not be read (named above); the numbers cover the other \(evaluated.count)")
         }
