@@ -58,6 +58,19 @@ import TFLiteFormat
         }
     }
 
+    /// A MAX_POOL_2D whose window is 15,728,643 wide (a byte the fuzzer changed) had XNNPACK ask
+    /// for 1.1 GB of indirection buffer: the window is refused before any memory is spent.
+    @Test(arguments: Interpreter.Options.Backend.allCases)
+    func aPoolingWindowBeyondItsInputIsRefused(backend: Interpreter.Options.Backend) throws {
+        let model = try Model(contentsOf: Fixtures.committed.appendingPathComponent("invalid/fuzz_pooling_window_beyond_input.tflite"))
+        do {
+            _ = try Interpreter(model: model, options: .init(threadCount: 1, backend: backend))
+            Issue.record("the model was accepted")
+        } catch let error as InterpreterError {
+            #expect("\(error)".contains("MAX_POOL_2D") && "\(error)".contains("15728643x3"), "\(error)")
+        }
+    }
+
     /// Every hostile fixture (the ones above, and inputs the fuzzer found: `fuzz_*`) reads, checks
     /// and prepares on both backends, or throws; none traps.
     @Test func everyHostileFixtureLoadsOrThrows() throws {

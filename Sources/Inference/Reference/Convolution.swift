@@ -43,6 +43,30 @@ struct WindowGeometry {
 }
 
 extension WindowGeometry {
+    /// Window positions times window cells a pooling may visit: far above any real model (YOLO's
+    /// 5x5 pooling over 20x20 is 10,000; a 3x3 pooling over 320x320, 921,600), far below what
+    /// would take gigabytes of XNNPACK's indirection buffer or minutes of the reference kernel.
+    static let maxPoolingWork = 1 << 24
+
+    /// The geometry of an AVERAGE_POOL_2D or MAX_POOL_2D, checked before any memory is spent:
+    /// the window and strides are options read from the file, not sizes of data it holds.
+    init(pooling ctx: PrepareContext, options: Pool2DOptions) throws {
+        let input = ctx.input(0)
+        try ctx.requireRank(input, 4)
+        let shape = ctx.shape(input)
+        let (fh, fw, sh, sw) = (options.filterHeight, options.filterWidth, options.strideHeight, options.strideWidth)
+        guard fh >= 1, fw >= 1, sh >= 1, sw >= 1 else {
+            throw ctx.fail("pooling window \(fw)x\(fh) with strides \(sw)x\(sh): each must be at least 1")
+        }
+        guard fh <= 1 << 20, fw <= 1 << 20 else { throw ctx.fail("pooling window \(fw)x\(fh) is beyond any input") }
+        self.init(input: shape, filterHeight: fh, filterWidth: fw, outputChannels: shape[3], padding: options.padding,
+                  strideHeight: sh, strideWidth: sw)
+        let work = outputHeight.multipliedReportingOverflow(by: outputWidth).partialValue.multipliedReportingOverflow(by: fh * fw)
+        guard !work.overflow, work.partialValue <= Self.maxPoolingWork else {
+            throw ctx.fail("pooling window \(fw)x\(fh) over a \(outputWidth)x\(outputHeight) output (input \(inputWidth)x\(inputHeight)) visits more than \(Self.maxPoolingWork) cells")
+        }
+    }
+
     /// The geometry of a CONV_2D or DEPTHWISE_CONV_2D: checks ranks and channel counts and sets the
     /// output's shape. Filters are [outC, kH, kW, inC] (depthwise: [1, kH, kW, inC * multiplier]).
     init(convolution ctx: PrepareContext, options: Conv2DOptions, depthwise: Bool) throws {

@@ -16,12 +16,7 @@ final class Pooling: Kernel {
         input = ctx.input(0)
         output = ctx.output(0)
         type = ctx.type(input)
-        try ctx.requireRank(input, 4)
-        let shape = ctx.shape(input)
-        geometry = WindowGeometry(
-            input: shape, filterHeight: options.filterHeight, filterWidth: options.filterWidth,
-            outputChannels: shape[3], padding: options.padding,
-            strideHeight: options.strideHeight, strideWidth: options.strideWidth)
+        geometry = try WindowGeometry(pooling: ctx, options: options)
         try ctx.setShape(output, geometry.outputShape)
         floatRange = FixedPoint.activationRange(options.activation)
         if type == .float32 {

@@ -381,10 +381,7 @@ enum XNNPACKKernels {
         let input = ctx.input(0), output = ctx.output(0)
         let type = ctx.type(input)
         guard ctx.shape(input).count == 4 else { return nil }
-        let g = WindowGeometry(
-            input: ctx.shape(input), filterHeight: options.filterHeight, filterWidth: options.filterWidth,
-            outputChannels: ctx.shape(input)[3], padding: options.padding,
-            strideHeight: options.strideHeight, strideWidth: options.strideWidth)
+        let g = try WindowGeometry(pooling: ctx, options: options)
         try ctx.setShape(output, g.outputShape)
         let flags = UInt32(options.padding == .same ? XNN_FLAG_TENSORFLOW_SAME_PADDING : 0)
         let (fh, fw, sh, sw) = (UInt32(g.filterHeight), UInt32(g.filterWidth), UInt32(g.strideHeight), UInt32(g.strideWidth))
