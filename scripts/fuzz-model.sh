@@ -3,12 +3,18 @@
 # FlexBuffers, metadata, zip), the model report, and interpreter preparation on both backends
 # (Fuzz/ModelFuzzer.swift). Seeds are the committed single-operator models, the invalid-model
 # fixtures and, when ../shared is beside the repository, the shared models.
-#   scripts/fuzz-model.sh [SECONDS]    (default 60; scripts/test.sh runs a short bounded run)
+#   scripts/fuzz-model.sh [SECONDS] [RUNS SEED]   (default 60 s, random; scripts/test.sh runs a
+#   fixed number of inputs from a fixed seed, so CI repeats itself; run it longer and unseeded by hand)
 # Exits non-zero on a crash, a hang (-timeout, 10 s per input) or an allocation over 1 GiB
 # (-malloc_limit_mb); the input that did it is kept in .build/fuzz/crashes/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+runs="${2:-}"
+seed="${3:-}"
+repeatable=()
+[ -n "$runs" ] && repeatable+=(-runs="$runs")
+[ -n "$seed" ] && repeatable+=(-seed="$seed")
 out=.build/fuzz
 mkdir -p "$out/obj" "$out/corpus" "$out/crashes"
 flags=(-sanitize=fuzzer,address -parse-as-library -O -wmo -g -package-name Spotter)
@@ -33,7 +39,7 @@ for f in Tests/Fixtures/ops/*/model.tflite Tests/Fixtures/metadata/*.tflite Test
 done
 log="$out/last-run.log"
 set +e
-SWIFT_BACKTRACE=enable=no "$out/model" "$out/corpus" -max_total_time="$seconds" -max_len=5000000 -timeout=10 -malloc_limit_mb=1024 -rss_limit_mb=2048 \
+SWIFT_BACKTRACE=enable=no "$out/model" "$out/corpus" ${repeatable[@]+"${repeatable[@]}"} -max_total_time="$seconds" -max_len=5000000 -timeout=10 -malloc_limit_mb=1024 -rss_limit_mb=2048 \
   -artifact_prefix="$out/crashes/" -print_final_stats=1 >"$log" 2>&1
 status=$?
 set -e

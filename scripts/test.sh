@@ -58,7 +58,7 @@ security=$(tail -1 .build/check-security.log)
 security_passed=${security%% passed*}
 "$venv/bin/python" scripts/check_model_mutants.py .build/release/spotter --count 450 | tee .build/check-mutants.log | tail -3
 grep -q "^passed" .build/check-mutants.log || { echo "a mutated model crashed or hung the reader"; exit 1; }
-scripts/fuzz-model.sh "${SPOTTER_FUZZ_SECONDS:-60}"
+scripts/fuzz-model.sh "${SPOTTER_FUZZ_SECONDS:-90}" "${SPOTTER_FUZZ_RUNS:-15000}" "${SPOTTER_FUZZ_SEED:-1}"
 
 # Left in charge of cameras (issue 32): cameras that come back, stalls, restarts, albums that heal,
 # settings, bodies, wall-clock times, DeepStack as Frigate calls it, a real RTSP camera.

@@ -119,6 +119,9 @@ final class PRelu: Kernel {
 /// MEAN and SUM on float32 over constant axes (keep_dims or not): each output element sums its
 /// inputs in order in float, as TFLite's reference `ReduceGeneric`; MEAN divides once at the end.
 final class Reduce: Kernel {
+    /// Input elements a MEAN or SUM may cover (its index table takes 4 bytes each): 2^27, over
+    /// 100 times a 640x640 RGB picture.
+    static let maxElements = 1 << 27
     let input, output: Int
     let mean: Bool
     /// For each input element, the output element it adds to.
@@ -138,8 +141,12 @@ final class Reduce: Kernel {
         try ctx.setShape(output, keepDims ? kept : shape.enumerated().filter { !axes.contains($0.offset) }.map(\.element))
         outputCount = kept.reduce(1, *)
         divisor = Float(axes.map { shape[$0] }.reduce(1, *))
-        // Output element of every input element (kept axes index, reduced axes 0).
+        // Output element of every input element (kept axes index, reduced axes 0): a table as
+        // long as the input, so its length is checked before it is allocated.
         let total = shape.reduce(1, *)
+        guard total <= Self.maxElements else {
+            throw ctx.fail("reduces \(total) elements; Spotter prepares at most \(Self.maxElements)")
+        }
         var targets = [Int32](repeating: 0, count: total)
         var index = [Int](repeating: 0, count: shape.count)
         for flat in 0..<total {
