@@ -12,16 +12,8 @@ loadRes + evaluate + accumulate + summarize in process, Spotter's the `evaluatio
 (matching, accumulation, summary; reading the JSON is not counted on either side)."""
 import argparse, contextlib, io, json, os, statistics, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-COCO128 = os.path.join(SHARED, "coco128")
-ANNOTATIONS = os.path.join(COCO128, "annotations", "instances_train2017.json")
-IMAGES = os.path.join(COCO128, "train2017")
-MODELS = {
-    "ssd": os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite"),
-    "yolov8n": os.path.join(SHARED, "models", "yolov8n", "yolov8n_full_integer_quant.tflite"),
-    "yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite"),
-}
+# The shared data and models, as check_val.py names them.
+from check_val import ANNOTATIONS, IMAGES, MODELS, ROOT, SHARED
 
 
 def timed(command):

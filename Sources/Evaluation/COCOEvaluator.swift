@@ -323,17 +323,19 @@ public struct COCOEvaluator: Sendable {
             if objectsOfCategory > 0 {
                 let all = p.areaRanges.firstIndex { $0.label == "all" } ?? 0
                 let last = p.maxDetections.firstIndex(of: maxDet) ?? (M - 1)
-                func mean(_ values: [Double]) -> Double {
-                    let valid = values.filter { $0 > -1 }
-                    return valid.isEmpty ? -1 : valid.reduce(0, +) / Double(valid.count)
-                }
-                let ap = mean((0..<T).flatMap { t in (0..<R).map { r in precision[(((t * R + r) * K + k) * A + all) * M + last] } })
-                let ap50 = mean((0..<R).map { r in precision[(((0 * R + r) * K + k) * A + all) * M + last] })
+                let ap = Self.mean((0..<T).flatMap { t in (0..<R).map { r in precision[(((t * R + r) * K + k) * A + all) * M + last] } })
+                let ap50 = Self.mean((0..<R).map { r in precision[(((0 * R + r) * K + k) * A + all) * M + last] })
                 categoryResults.append(.init(id: categoryIDs[k], name: names[categoryIDs[k]] ?? "\(categoryIDs[k])", ap: ap, ap50: ap50, objects: objectsOfCategory))
             }
         }
         let stats = summarize(precision: precision, recall: recall, K: K)
         return Evaluation(stats: stats, categories: categoryResults, precision: precision, recall: recall)
+    }
+
+    /// The mean of the entries that are not -1 (undefined), or -1 when none is: `summarize()`'s rule.
+    private static func mean(_ values: [Double]) -> Double {
+        let valid = values.filter { $0 > -1 }
+        return valid.isEmpty ? -1 : valid.reduce(0, +) / Double(valid.count)
     }
 
     /// `summarize()`: means over the entries that are not -1.
@@ -346,17 +348,13 @@ public struct COCOEvaluator: Sendable {
             guard let value else { return Array(0..<T) }
             return p.iouThresholds.indices.filter { abs(p.iouThresholds[$0] - value) < 1e-12 }
         }
-        func mean(_ values: [Double]) -> Double {
-            let valid = values.filter { $0 > -1 }
-            return valid.isEmpty ? -1 : valid.reduce(0, +) / Double(valid.count)
-        }
         func ap(_ iou: Double? = nil, _ a: String = "all", _ m: Int = 100) -> Double {
             let (ai, mi) = (area(a), dets(m))
-            return mean(threshold(iou).flatMap { t in (0..<R).flatMap { r in (0..<K).map { k in precision[(((t * R + r) * K + k) * A + ai) * M + mi] } } })
+            return Self.mean(threshold(iou).flatMap { t in (0..<R).flatMap { r in (0..<K).map { k in precision[(((t * R + r) * K + k) * A + ai) * M + mi] } } })
         }
         func ar(_ a: String = "all", _ m: Int = 100) -> Double {
             let (ai, mi) = (area(a), dets(m))
-            return mean((0..<T).flatMap { t in (0..<K).map { k in recall[((t * K + k) * A + ai) * M + mi] } })
+            return Self.mean((0..<T).flatMap { t in (0..<K).map { k in recall[((t * K + k) * A + ai) * M + mi] } })
         }
         let last = p.maxDetections.last ?? 100
         return Stats(ap: ap(), ap50: ap(0.5, "all", last), ap75: ap(0.75, "all", last), apSmall: ap(nil, "small", last),
