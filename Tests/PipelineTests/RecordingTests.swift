@@ -263,16 +263,35 @@ func temporaryDirectory(_ name: String) throws -> URL {
 
     @Test func fullDiskMidClipKeepsTheIndexConsistentAndSaysSo() throws {
         let album = try temporaryDirectory("full")
-        defer { try? FileManager.default.removeItem(at: album) }
-        // A 400 KB file-size limit stands in for a full disk: the first clip's writes fail midway.
-        let result = try RunningProgram("/bin/bash", ["-c", "ulimit -f 400; exec \"$0\" \"$@\"", Self.spotter, "record", RecordingTests.video,
-                                                     "--album", album.path, "--model", Fixtures.detectModel.path]).wait()
+        let scratch = try temporaryDirectory("full-unlimited")
+        defer { for url in [album, scratch] { try? FileManager.default.removeItem(at: url) } }
+        let command = [Self.spotter, "record", RecordingTests.video, "--model", Fixtures.detectModel.path]
+        // Where the limit falls is read from the first clip of an unlimited run (whatever the
+        // video's size and rate): halfway through its second fragment, so the first is whole.
+        let unlimited = try RunningProgram(command[0], Array(command.dropFirst()) + ["--album", scratch.path]).wait()
+        #expect(unlimited.status == 0, "\(unlimited.errors)")
+        let whole = try #require(try Album(directory: scratch).clips().min { $0.clip < $1.clip }, "the video gave no clip")
+        let wholePath = scratch.appendingPathComponent(whole.clip).path
+        let packets = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pos,flags", "-of", "csv=p=0", wholePath])
+            .split(separator: "\n").map { $0.split(separator: ",") }
+        let keyframes = packets.indices.filter { packets[$0].count > 1 && packets[$0][1].hasPrefix("K") }
+        try #require(keyframes.count >= 2, "the first clip has \(keyframes.count) fragment(s); a cut mid-clip needs two")
+        let secondFragment = try #require(Int(packets[keyframes[1]][0]))
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: wholePath)[.size] as? Int)
+        let fragmentEnd = keyframes.count > 2 ? try #require(Int(packets[keyframes[2]][0])) : size
+        let blocks = (secondFragment + fragmentEnd) / 2 / 1024
+        try #require(blocks * 1024 > secondFragment && blocks * 1024 + 1024 < fragmentEnd, "a second fragment of \(fragmentEnd - secondFragment) bytes")
+
+        // A file-size limit stands in for a full disk: the first clip's writes fail midway.
+        let result = try RunningProgram("/bin/bash", ["-c", "ulimit -f \(blocks); exec \"$0\" \"$@\""] + command + ["--album", album.path]).wait()
         #expect(result.status == 1)
         #expect(result.errors.contains("File too large") || result.errors.contains("No space"), "\(result.errors)")
         #expect(result.errors.contains("1 clip(s) are in"), "\(result.errors)")
         let entries = try Album(directory: album).clips()
         let entry = try #require(entries.first)
-        #expect(entries.count == 1 && entry.incomplete && entry.frames > 0)
+        #expect(entries.count == 1 && entry.incomplete)
+        // At least the whole first fragment, at most the frames of the unlimited clip.
+        #expect(entry.frames >= keyframes[1] && entry.frames <= packets.count, "\(entry.frames) frames of \(packets.count); first fragment \(keyframes[1])")
         #expect(try Probe(album.appendingPathComponent(entry.clip).path).frames == entry.frames)
         let files = try FileManager.default.contentsOfDirectory(atPath: album.appendingPathComponent("clips").path).filter { $0.hasSuffix(".mp4") }
         #expect(files.map { "clips/\($0)" } == [entry.clip], "no clip without a row: \(files)")
