@@ -460,6 +460,7 @@ def main():
     transpose("transpose_uint8_matrix_past_ones", TT.UINT8, [3, 1, 5, 40], [2, 3, 1, 0])
     transpose("transpose_int8_last_axis_kept", TT.INT8, [1, 4, 16, 50], [0, 2, 1, 3])
     fast_path_cases()
+    activation_weight_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -784,11 +785,47 @@ def fast_path_cases():
 
 
 
+def activation_weight_cases():
+    """Matrix products of two activations, as YOLO11's attention (C2PSA) exports them: FULLY_CONNECTED
+    whose weights (and bias) are model inputs, and BATCH_MATMUL on int8 (appended last so the cases
+    above keep their random inputs). Shapes: 8-bit with zero points on both sides, the attention's
+    query x key ([N, 32] x [N, 32] -> [N, N]) and value x attention ([64, N] x [N, N]) at N = 49 (a
+    7x7 map: rows past any block of 16), a batch of heads, and adjoint sides."""
+    qa, qb = {"scale": 0.05, "zp": -7}, {"scale": 0.04, "zp": 11}
+    for type, tag, a_q, b_q, out_q in [(TT.INT8, "int8", qa, qb, {"scale": 0.9, "zp": 5}),
+                                       (TT.UINT8, "uint8", {"scale": 0.05, "zp": 121}, {"scale": 0.04, "zp": 139}, {"scale": 0.9, "zp": 133}),
+                                       (TT.FLOAT32, "float32", {}, {}, {})]:
+        fc = options("FullyConnectedOptions", FusedActivationFunction=Act.NONE, KeepNumDims=True)
+        save(f"fully_connected_{tag}_activation_weights_query_key", [T([1, 49, 32], type, **a_q), T([49, 32], type, **b_q),
+                                                                    T([1, 49, 49], type, **out_q)], [0, 1], [2],
+             [(Op.FULLY_CONNECTED, None, [0, 1], [2], Opt.FullyConnectedOptions, fc, None)])
+    # Value x attention, RELU6 fused, with a bias that is also an input (float) or constant (int8).
+    fc6 = options("FullyConnectedOptions", FusedActivationFunction=Act.RELU6)
+    save("fully_connected_float32_activation_weights_and_bias", [T([64, 49], TT.FLOAT32), T([49, 49], TT.FLOAT32), T([49], TT.FLOAT32),
+                                                                 T([64, 49], TT.FLOAT32)], [0, 1, 2], [3],
+         [(Op.FULLY_CONNECTED, None, [0, 1, 2], [3], Opt.FullyConnectedOptions, fc6, None)])
+    bias = T([49], TT.INT32, data=rng.integers(-3000, 3000, [49]).astype(np.int32), scale=np.float32(0.05) * np.float32(0.04), zp=0)
+    save("fully_connected_int8_activation_weights_value_attention", [T([64, 49], TT.INT8, **qa), T([49, 49], TT.INT8, **qb), bias,
+                                                                     T([64, 49], TT.INT8, scale=0.3, zp=-2)], [0, 1], [3],
+         [(Op.FULLY_CONNECTED, None, [0, 1, 2], [3], Opt.FullyConnectedOptions, fc6, None)])
+    # BATCH_MATMUL on int8: two heads, [2, 49, 32] x [2, 32, 49]; adjoint y with a broadcast batch;
+    # adjoint x.
+    bm = lambda **kw: options("BatchMatMulOptions", **kw)
+    for name, a, b, out, kw in [("batch_matmul_int8_heads", [1, 2, 49, 32], [1, 2, 32, 49], [1, 2, 49, 49], {}),
+                                ("batch_matmul_int8_adjoint_y_broadcast", [2, 1, 17, 32], [3, 40, 32], [2, 3, 17, 40], {"AdjY": True}),
+                                ("batch_matmul_int8_adjoint_x", [2, 32, 21], [2, 32, 18], [2, 21, 18], {"AdjX": True})]:
+        save(name, [T(a, TT.INT8, **qa), T(b, TT.INT8, **qb), T(out, TT.INT8, scale=0.8, zp=-3)], [0, 1], [2],
+             [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, bm(**kw), None)])
+
+
 def write_invalid_models():
     """Models LiteRT itself refuses or cannot run; Spotter must reject them with a precise error."""
     folder = os.path.join(ROOT, "Tests", "Fixtures", "invalid")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
+    os.makedirs(folder, exist_ok=True)
+    # The fuzzer's finds (fuzz_*.tflite) are kept by hand; the rest are rewritten below.
+    for name in os.listdir(folder):
+        if not name.startswith("fuzz_"):
+            os.remove(os.path.join(folder, name))
     relu = lambda tensors: [(Op.RELU, None, [0], [1], 0, None, None)]
     models = {
         # A tensor claiming 2^40 elements.

@@ -102,7 +102,7 @@ public final class Interpreter {
         }
         for op in graph.operators {
             context.op = op
-            if let pool, let kernel = try XNNPACKKernels.make(context, pool: pool) {
+            if let pool, let kernel = try Self.xnnpackKernel(context, pool: pool) {
                 kernels.append(kernel)
             } else {
                 kernels.append(try ReferenceKernels.make(context))
@@ -147,6 +147,17 @@ public final class Interpreter {
     }
 
     private let constants: ConstantStore
+
+    /// The XNNPACK backend's kernel for the context's operator, or nil to run the reference kernel:
+    /// also when XNNPACK refuses to create its operator for these parameters (scales outside its
+    /// range, for example), so that what `inspect` calls runnable runs on both backends.
+    private static func xnnpackKernel(_ context: PrepareContext, pool: ThreadPool) throws -> Kernel? {
+        do {
+            return try XNNPACKKernels.make(context, pool: pool)
+        } catch InterpreterError.backendFailed(_, let call, _, _) where call.hasPrefix("xnn_create_") {
+            return nil
+        }
+    }
 
     /// Checks that every operator of `model` has a reference kernel that accepts its tensors and
     /// returns every tensor's resolved shape, without converting weights or allocating memory:

@@ -15,6 +15,8 @@ public struct ModelReport: Sendable, Codable {
         public var name: String
         public var count: Int
         public var supported: Bool
+        /// Why one of these operators cannot run (its index and the reason), when the check failed on it.
+        public var problem: String?
     }
 
     public struct MetadataSummary: Sendable, Codable {
@@ -54,9 +56,8 @@ public struct ModelReport: Sendable, Codable {
             if counts[name] == nil { order.append(name) }
             counts[name, default: (0, ReferenceKernels.isSupported(op.code))].0 += 1
         }
-        operators = order.map { OperatorSummary(name: $0, count: counts[$0]!.0, supported: counts[$0]!.1) }
-
         var shapes = graph.tensors.map(\.shape)
+        var failed: (name: String, problem: String)?
         do {
             shapes = try Interpreter.check(model)
             runnable = true
@@ -64,6 +65,20 @@ public struct ModelReport: Sendable, Codable {
         } catch {
             runnable = false
             problem = "\(error)"
+            // The operator the check stopped on says so on its own line: never "supported" for
+            // every operator and then "runnable: no".
+            switch error as? InterpreterError {
+            case .unsupportedOperator(let name, let index, _, _), .invalidOperator(let name, let index, _):
+                failed = (name, "operator \(index): \(error)")
+            case .backendFailed(_, _, let index, _) where graph.operators.indices.contains(index):
+                failed = (graph.operators[index].code.name, "\(error)")
+            default:
+                break
+            }
+        }
+        operators = order.map { name in
+            let problem = failed?.name == name ? failed?.problem : nil
+            return OperatorSummary(name: name, count: counts[name]!.0, supported: counts[name]!.1 && problem == nil, problem: problem)
         }
         func summary(_ index: Int) -> TensorSummary {
             let t = graph.tensors[index]

@@ -65,7 +65,7 @@ struct Inspect: ParsableCommand {
         report.outputs.forEach { print(line($0)) }
         print("operators:")
         for op in report.operators {
-            print("  \(op.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(String(op.count).padding(toLength: 4, withPad: " ", startingAt: 0)) \(op.supported ? "supported" : "NOT SUPPORTED")")
+            print("  \(op.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(String(op.count).padding(toLength: 4, withPad: " ", startingAt: 0)) \(op.problem.map { "CANNOT RUN: \($0)" } ?? (op.supported ? "supported" : "NOT SUPPORTED"))")
         }
         if tensors {
             print("tensors:")

@@ -358,16 +358,26 @@ final class FloatConvolution: Kernel {
 }
 
 /// FULLY_CONNECTED: `output[b][u] = sum_i input[b][i] * filter[u][i] + bias[u]`.
+///
+/// Constant weights and bias are copied at load (8-bit weights with their zero point taken off);
+/// weights or a bias that are activations (YOLO11's attention multiplies two activations this way)
+/// are read at run time, 8-bit ones with their per-tensor zero point, as LiteRT's kernels do.
 final class FullyConnected: Kernel {
-    /// Constants were copied or packed at load.
+    /// Constants were copied at load; weights or a bias that are activations are read at run time.
     var readsConstantInputs: Bool { false }
 
     let input, output: Int
     let batches, inputSize, units: Int
-    let filter: [Int32]
-    let floatFilter: [Float]
-    let bias: [Int32]
-    let floatBias: [Float]
+    /// Constant weights (8-bit ones less their zero point), or nil when they are read at run time.
+    let filter: [Int32]?
+    let floatFilter: [Float]?
+    /// The weights tensor, read at run time when not constant, with its (per-tensor) zero point.
+    let filterTensor: Int
+    let filterZeroPoint: Int32
+    /// Constant bias, or nil when read at run time (or absent: then zero).
+    let bias: [Int32]?
+    let floatBias: [Float]?
+    let biasTensor: Int?
     let inputOffset: Int32
     let requant: Requantization?
     let clamp: (min: Float, max: Float)
@@ -378,8 +388,11 @@ final class FullyConnected: Kernel {
         input = ctx.input(0)
         output = ctx.output(0)
         type = ctx.type(input)
-        let filterTensor = ctx.input(1)
+        filterTensor = ctx.input(1)
         try ctx.requireRank(filterTensor, 2)
+        guard ctx.type(filterTensor) == type else {
+            throw ctx.fail("weights are \(ctx.type(filterTensor)) but the input is \(type)")
+        }
         let fShape = ctx.shape(filterTensor)
         units = fShape[0]
         inputSize = fShape[1]
@@ -391,12 +404,21 @@ final class FullyConnected: Kernel {
         let inShape = ctx.shape(input)
         try ctx.setShape(output, keepNumDims ? Array(inShape.dropLast()) + [units] : [batches, units])
         clamp = FixedPoint.activationRange(activation)
-        try ctx.requireConstant(filterTensor)
+        let constantFilter = ctx.isConstant(filterTensor)
+        let biasInput = ctx.hasInput(2) ? ctx.input(2) : nil
+        if let biasInput {
+            guard ctx.shape(biasInput).reduce(1, *) == units else { throw ctx.fail("bias size does not match \(units) units") }
+            guard ctx.type(biasInput) == (type == .float32 ? .float32 : .int32) else {
+                throw ctx.fail("bias is \(ctx.type(biasInput)) for a \(type) input")
+            }
+        }
+        biasTensor = biasInput.flatMap { ctx.isConstant($0) ? nil : $0 }
         if type == .float32 {
-            floatFilter = ctx.isCheckingOnly ? [] : try ctx.constant(filterTensor, as: Float.self)
-            floatBias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: units)
-            filter = []
-            bias = []
+            floatFilter = constantFilter ? (ctx.isCheckingOnly ? [] : try ctx.constant(filterTensor, as: Float.self)) : nil
+            floatBias = biasTensor != nil ? nil : try biasInput.map { try ctx.constant($0, as: Float.self) } ?? Array(repeating: 0, count: units)
+            filter = nil
+            bias = nil
+            filterZeroPoint = 0
             inputOffset = 0
             requant = nil
         } else {
@@ -404,45 +426,104 @@ final class FullyConnected: Kernel {
                 ctx, input: input, filter: filterTensor, output: output, channels: units, activation: activation)
             self.requant = requant
             inputOffset = -(try ctx.quantized(input)).zeroPoint
-            let values: [Int32] = ctx.isCheckingOnly ? [] : ctx.type(filterTensor) == .uint8
-                ? try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
-                : try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
-            let perUnit = fShape[1]
-            filter = values.enumerated().map { $1 - zeros[$0 / perUnit] }
-            bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : Array(repeating: 0, count: units)
-            floatFilter = []
-            floatBias = []
+            filterZeroPoint = zeros.first ?? 0
+            if constantFilter {
+                let values: [Int32] = ctx.isCheckingOnly ? [] : ctx.type(filterTensor) == .uint8
+                    ? try ctx.constant(filterTensor, as: UInt8.self).map(Int32.init)
+                    : try ctx.constant(filterTensor, as: Int8.self).map(Int32.init)
+                let perUnit = fShape[1]
+                filter = values.enumerated().map { $1 - zeros[$0 / perUnit] }
+            } else {
+                guard Set(zeros).count <= 1 else { throw ctx.fail("weights that are activations need one zero point, not one per unit") }
+                filter = nil
+            }
+            bias = biasTensor != nil ? nil : try biasInput.map { try ctx.constant($0, as: Int32.self) } ?? Array(repeating: 0, count: units)
+            floatFilter = nil
+            floatBias = nil
         }
-        guard (bias.count == units) || (floatBias.count == units) else { throw ctx.fail("bias size does not match \(units) units") }
     }
 
     func run(_ memory: TensorMemory) {
         if let requant {
-            if type == .uint8 { runQuantized(memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), requant) }
-            else { runQuantized(memory.typed(input, Int8.self), memory.typed(output, Int8.self), requant) }
+            if type == .uint8 { runQuantized(memory, UInt8.self, requant) } else { runQuantized(memory, Int8.self, requant) }
         } else {
             let src = memory.typed(input, Float.self)
             let dst = memory.typed(output, Float.self)
-            for b in 0..<batches {
-                for u in 0..<units {
-                    var acc: Float = 0
-                    for i in 0..<inputSize { acc += src[b * inputSize + i] * floatFilter[u * inputSize + i] }
-                    dst[b * units + u] = min(max(acc + floatBias[u], clamp.min), clamp.max)
+            floatFilter.withOptionalPointer(or: memory.typed(filterTensor, Float.self)) { weights in
+                guard let weights else { return }
+                floatBias.withOptionalPointer(or: biasTensor.map { memory.typed($0, Float.self) }) { bias in
+                    for b in 0..<batches {
+                        let row = src + b * inputSize
+                        for u in 0..<units {
+                            let w = weights + u * inputSize
+                            var acc: Float = 0
+                            for i in 0..<inputSize { acc += row[i] * w[i] }
+                            dst[b * units + u] = min(max(acc + (bias?[u] ?? 0), clamp.min), clamp.max)
+                        }
+                    }
                 }
             }
         }
     }
 
-    private func runQuantized<T: FixedWidthInteger>(_ src: UnsafeMutablePointer<T>, _ dst: UnsafeMutablePointer<T>, _ requant: Requantization) {
-        for b in 0..<batches {
-            for u in 0..<units {
-                var acc: Int32 = 0
-                for i in 0..<inputSize {
-                    acc &+= filter[u * inputSize + i] &* (Int32(src[b * inputSize + i]) &+ inputOffset)
+    private func runQuantized<T: FixedWidthInteger>(_ memory: TensorMemory, _: T.Type, _ requant: Requantization) {
+        let src = memory.typed(input, T.self), dst = memory.typed(output, T.self)
+        bias.withOptionalPointer(or: biasTensor.map { memory.typed($0, Int32.self) }) { bias in
+            if let filter {
+                filter.withUnsafeBufferPointer { filter in
+                    for b in 0..<batches {
+                        let row = src + b * inputSize
+                        for u in 0..<units {
+                            guard let base = filter.baseAddress else { return }
+                            let w = base + u * inputSize
+                            var acc: Int32 = 0
+                            for i in 0..<inputSize { acc &+= w[i] &* (Int32(row[i]) &+ inputOffset) }
+                            store(acc &+ (bias?[u] ?? 0), at: b * units + u, unit: u, dst, requant)
+                        }
+                    }
                 }
-                let value = FixedPoint.multiply(acc &+ bias[u], requant.multipliers[u]) &+ requant.outputZeroPoint
-                dst[b * units + u] = T(truncatingIfNeeded: min(max(value, requant.min), requant.max))
+            } else {
+                // Weights that are activations: sum (w - zw)(x - zx) as sum w*x less the cross terms,
+                // whose sums over each row are taken once (integer arithmetic: exactly LiteRT's sum).
+                let weights = memory.typed(filterTensor, T.self)
+                let zw = filterZeroPoint, zx = -inputOffset
+                var weightSums = [Int32](repeating: 0, count: units)
+                for u in 0..<units {
+                    var sum: Int32 = 0
+                    for i in 0..<inputSize { sum &+= Int32(weights[u * inputSize + i]) }
+                    weightSums[u] = sum
+                }
+                let constantTerm = Int32(inputSize) &* zw &* zx
+                for b in 0..<batches {
+                    let row = src + b * inputSize
+                    var rowSum: Int32 = 0
+                    for i in 0..<inputSize { rowSum &+= Int32(row[i]) }
+                    for u in 0..<units {
+                        let w = weights + u * inputSize
+                        var acc: Int32 = 0
+                        for i in 0..<inputSize { acc &+= Int32(w[i]) &* Int32(row[i]) }
+                        acc = acc &- zx &* weightSums[u] &- zw &* rowSum &+ constantTerm
+                        store(acc &+ (bias?[u] ?? 0), at: b * units + u, unit: u, dst, requant)
+                    }
+                }
             }
         }
+    }
+
+    @inline(__always)
+    private func store<T: FixedWidthInteger>(_ acc: Int32, at index: Int, unit: Int, _ dst: UnsafeMutablePointer<T>, _ requant: Requantization) {
+        let multiplier = requant.multipliers[requant.multipliers.count == 1 ? 0 : unit]
+        let value = FixedPoint.multiply(acc, multiplier) &+ requant.outputZeroPoint
+        dst[index] = T(truncatingIfNeeded: min(max(value, requant.min), requant.max))
+    }
+}
+
+extension Optional {
+    /// Calls `body` with a pointer to this array's elements, or else with `fallback`.
+    @inline(__always)
+    func withOptionalPointer<E, R>(or fallback: @autoclosure () -> UnsafeMutablePointer<E>?, _ body: (UnsafePointer<E>?) -> R) -> R
+    where Wrapped == [E] {
+        if let array = self { return array.withUnsafeBufferPointer { body($0.baseAddress) } }
+        return body(fallback().map { UnsafePointer($0) })
     }
 }

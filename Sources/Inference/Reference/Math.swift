@@ -172,19 +172,26 @@ final class Reduce: Kernel {
     }
 }
 
-/// BATCH_MATMUL on float32: `[..., M, K] x [..., K, N]` (either side transposed by adj_x / adj_y),
-/// batch dimensions broadcast; sums over K in order.
+/// BATCH_MATMUL on float32 and int8 (per-tensor, zero points on both sides): `[..., M, K] x
+/// [..., K, N]` (either side transposed by adj_x / adj_y), batch dimensions broadcast; sums over K
+/// in order. Each side is laid out as rows of K first, so every sum reads two contiguous rows.
 final class BatchMatMul: Kernel {
     let left, right, output: Int
     let m, k, n: Int
     let adjointX, adjointY: Bool
     let batches: Broadcast
+    let type: TensorType
+    /// int8: the zero points of both sides and the output's requantization.
+    let leftZero, rightZero: Int32
+    let requant: Requantization?
 
     init(_ ctx: PrepareContext, adjointX: Bool, adjointY: Bool) throws {
         left = ctx.input(0)
         right = ctx.input(1)
         output = ctx.output(0)
-        guard [left, right, output].allSatisfy({ ctx.type($0) == .float32 }) else { throw ctx.unsupported() }
+        let type = ctx.type(left)
+        self.type = type
+        guard [.float32, .int8].contains(type), [left, right, output].allSatisfy({ ctx.type($0) == type }) else { throw ctx.unsupported() }
         let a = ctx.shape(left), b = ctx.shape(right)
         guard a.count >= 2, b.count >= 2 else { throw ctx.fail("inputs \(a) and \(b) need rank 2 or more") }
         let (am, ak) = adjointX ? (a[a.count - 1], a[a.count - 2]) : (a[a.count - 2], a[a.count - 1])
@@ -195,23 +202,64 @@ final class BatchMatMul: Kernel {
             throw ctx.fail("batch dimensions of \(a) and \(b) do not broadcast")
         }
         try ctx.setShape(output, batches.outputShape + [m, n])
+        if type == .int8 {
+            let (leftScale, leftZero) = try ctx.quantized(left), (rightScale, rightZero) = try ctx.quantized(right)
+            let (outputScale, outputZero) = try ctx.quantized(output)
+            guard ctx.quantization(left)?.scales.count == 1, ctx.quantization(right)?.scales.count == 1 else {
+                throw ctx.fail("8-bit inputs need one scale each (per-tensor quantization)")
+            }
+            let range = FixedPoint.activationRange(.none, scale: outputScale, zeroPoint: outputZero, type: .int8)
+            requant = Requantization(multipliers: [FixedPoint.Multiplier(Double(leftScale) * Double(rightScale) / Double(outputScale))],
+                                     outputZeroPoint: outputZero, min: range.min, max: range.max)
+            (self.leftZero, self.rightZero) = (leftZero, rightZero)
+        } else {
+            (requant, leftZero, rightZero) = (nil, 0, 0)
+        }
     }
 
     func run(_ memory: TensorMemory) {
-        let a = memory.typed(left, Float.self), b = memory.typed(right, Float.self), dst = memory.typed(output, Float.self)
+        if let requant { run(memory, Int8.self) { a, b, index, dst in self.dot(a, b, index, dst, requant) } }
+        else { run(memory, Float.self) { a, b, index, dst in self.dot(a, b, index, dst) } }
+    }
+
+    /// For every batch: rows of A (M x K) and of B transposed (N x K), then `cell` for every output.
+    private func run<T>(_ memory: TensorMemory, _: T.Type,
+                        _ cell: (UnsafePointer<T>, UnsafePointer<T>, Int, UnsafeMutablePointer<T>) -> Void) {
+        let a = memory.typed(left, T.self), b = memory.typed(right, T.self), dst = memory.typed(output, T.self)
+        // Transposed copies of the sides not already in rows of K (allocated per run: small).
+        var leftRows = [T](), rightRows = [T]()
         for batch in 0..<batches.outputShape.reduce(1, *) {
-            let pa = a + batches.left(batch) * m * k, pb = b + batches.right(batch) * k * n, pc = dst + batch * m * n
-            for i in 0..<m {
-                for j in 0..<n {
-                    var sum: Float = 0
-                    for p in 0..<k {
-                        let x = adjointX ? pa[p * m + i] : pa[i * k + p]
-                        let y = adjointY ? pb[j * k + p] : pb[p * n + j]
-                        sum += x * y
+            let pa = a + batches.left(batch) * m * k, pb = b + batches.right(batch) * k * n
+            if adjointX {
+                leftRows = (0..<m * k).map { pa[($0 % k) * m + $0 / k] }
+            }
+            if !adjointY {
+                rightRows = (0..<n * k).map { pb[($0 % k) * n + $0 / k] }
+            }
+            leftRows.withUnsafeBufferPointer { l in
+                rightRows.withUnsafeBufferPointer { r in
+                    let rowsA = adjointX ? l.baseAddress! : UnsafePointer(pa)
+                    let rowsB = adjointY ? UnsafePointer(pb) : r.baseAddress!
+                    for i in 0..<m {
+                        for j in 0..<n { cell(rowsA + i * k, rowsB + j * k, batch * m * n + i * n + j, dst) }
                     }
-                    pc[i * n + j] = sum
                 }
             }
         }
+    }
+
+    @inline(__always)
+    private func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ index: Int, _ dst: UnsafeMutablePointer<Float>) {
+        var sum: Float = 0
+        for p in 0..<k { sum += a[p] * b[p] }
+        dst[index] = sum
+    }
+
+    @inline(__always)
+    private func dot(_ a: UnsafePointer<Int8>, _ b: UnsafePointer<Int8>, _ index: Int, _ dst: UnsafeMutablePointer<Int8>, _ requant: Requantization) {
+        var sum: Int32 = 0
+        for p in 0..<k { sum &+= (Int32(a[p]) &- leftZero) &* (Int32(b[p]) &- rightZero) }
+        let value = FixedPoint.multiply(sum, requant.multipliers[0]) &+ requant.outputZeroPoint
+        dst[index] = Int8(truncatingIfNeeded: min(max(value, requant.min), requant.max))
     }
 }

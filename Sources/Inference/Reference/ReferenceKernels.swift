@@ -46,7 +46,7 @@ enum ReferenceKernels {
         "PRELU": "float32",
         "MEAN": "float32 (constant axes)",
         "SUM": "float32 (constant axes)",
-        "BATCH_MATMUL": "float32",
+        "BATCH_MATMUL": "float32, int8",
         DetectionPostProcess.name: "uint8, float32",
     ]
 
