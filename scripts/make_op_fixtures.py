@@ -461,6 +461,10 @@ def main():
     transpose("transpose_int8_last_axis_kept", TT.INT8, [1, 4, 16, 50], [0, 2, 1, 3])
     fast_path_cases()
     activation_weight_cases()
+    # A float-input model with a YOLOv8 output layout ([1, 4 + 2 classes, 21 candidates]): its input
+    # reshaped into the output, so a detector's input scaling shows in the boxes and scores.
+    save("reshape_float32_yolo_layout_from_input", [T([1, 2, 21, 3], TT.FLOAT32), i32([1, 6, 21]), T([1, 6, 21], TT.FLOAT32)],
+         [0], [2], [(Op.RESHAPE, None, [0, 1], [2], 0, None, None)])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 

@@ -233,6 +233,9 @@ public final class ObjectDetector {
         return table
     }
     private let normalization: Normalization?
+    /// How pixels become the model's input and why (options, metadata, the family's default), for
+    /// `inspect` and logs.
+    public let inputScaling: String
     private let layout: Layout
     /// The output layouts the detector decodes.
     private enum Layout {
@@ -292,8 +295,28 @@ public final class ObjectDetector {
             layout = .ssd(try SSDLayout(model: model, modelPath: modelPath))
         }
         var normalization = options.normalization ?? model.metadata?.inputNormalization
-        if case .blazeFace = layout, normalization == nil { normalization = Normalization(mean: [127.5], std: [127.5]) }
+        var source = options.normalization != nil ? "set in the options (CLI: --mean and --std)" : "from the model's metadata"
+        if normalization == nil {
+            switch layout {
+            case .blazeFace:
+                normalization = Normalization(mean: [127.5], std: [127.5])
+                source = "BlazeFace's default (MediaPipe scales to -1..1)"
+            case .yolo where input.type == .float32:
+                // Every Ultralytics export with float input (float32, float16 weights, dynamic-range
+                // "hybrid") expects RGB scaled to 0..1.
+                normalization = Normalization(mean: [0], std: [255])
+                source = "the Ultralytics YOLO default for float input (RGB scaled to 0..1)"
+            default:
+                if input.type == .uint8, let q = input.quantization, q.scales.count == 1 {
+                    let low = Double(q.scale) * Double(0 - q.zeroPoint), high = Double(q.scale) * Double(255 - q.zeroPoint)
+                    source = "none: pixel bytes as they are (the input's quantization reads them as \(low.formatted(.number.precision(.fractionLength(0...3))))..\(high.formatted(.number.precision(.fractionLength(0...3)))))"
+                } else {
+                    source = "none: pixels as 0..\(input.type == .uint8 ? "255" : "1")\(input.type == .int8 ? ", quantized with the input's scale and zero point" : "")"
+                }
+            }
+        }
         self.normalization = normalization
+        inputScaling = normalization.map { "mean \($0.mean), std \($0.std): \(source)" } ?? source
         if input.type == .float32, normalization == nil { throw DetectorError.floatInputNeedsNormalization }
         int8InputTable = input.type == .int8 ? Self.int8Table(input.quantization, normalization: normalization) : nil
         self.labels = labels

@@ -42,6 +42,9 @@ public struct ModelReport: Sendable, Codable {
     public var detectionLayout: String?
     /// Advice for running the model as a detector.
     public var advice: [String]
+    /// How a detector scales pixels into the input and why (set by callers that build one: the
+    /// inference layer does not know detector families).
+    public var inputScaling: String?
 
     /// Inspects `model`, checking it on the reference backend (``Interpreter/check(_:)``) to learn
     /// whether it runs.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Detection
 import Foundation
 import Inference
 import TFLiteFormat
@@ -28,7 +29,12 @@ struct Inspect: ParsableCommand {
     func run() throws {
         let path = try modelPath(model, store: store)
         let loaded = try loadModel(path, store: store)
-        let report = ModelReport(model: loaded)
+        var report = ModelReport(model: loaded)
+        if report.runnable, report.detectionLayout != nil, let detector = try? ObjectDetector(modelPath: path) {
+            report.inputScaling = detector.inputScaling
+            // The detector has a default for this family: no flags needed.
+            report.advice.removeAll { $0.hasPrefix("the float input has no normalization metadata") }
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
@@ -49,7 +55,9 @@ struct Inspect: ParsableCommand {
         } else {
             print("labels: none embedded or beside the model (pass --labels FILE when detecting)")
         }
-        if let mean = report.metadata.normalizationMean, let std = report.metadata.normalizationStd {
+        if let scaling = report.inputScaling {
+            print("input scaling: \(scaling)")
+        } else if let mean = report.metadata.normalizationMean, let std = report.metadata.normalizationStd {
             print("normalization: mean \(mean), std \(std)")
         }
         func line(_ t: ModelReport.TensorSummary) -> String {

@@ -70,3 +70,35 @@ import TestSupport
         #expect(result.detections.contains { $0.label == "cup" })
     }
 }
+
+/// Float-input YOLO models (Ultralytics' float32, float16 and dynamic-range exports) take RGB scaled
+/// to 0..1 without any flag. The fixture reshapes its [1, 2, 21, 3] input into a YOLOv8 output
+/// [1, 6, 21] (LiteRT's own output for it is in the op fixtures), so the picture writes the boxes
+/// and scores the detector must read back: a scaling other than 0..1 moves every number.
+@Suite struct FloatInputYOLOTests {
+    static let model = Fixtures.committed.appendingPathComponent("ops/reshape_float32_yolo_layout_from_input/model.tflite").path
+
+    @Test func ultralyticsFloatInputDefaultsToZeroToOne() throws {
+        let detector = try ObjectDetector(modelPath: Self.model, options: .init(scoreThreshold: 0.5, labelsPath: nil))
+        #expect(detector.inputScaling.contains("Ultralytics") && detector.inputScaling.contains("0..1"), "\(detector.inputScaling)")
+        // The output the picture should give: candidate 7 a box centred at (0.4, 0.5), 0.2 x 0.6 of
+        // the input, class 1 at 0.8; every other candidate scores 0.1.
+        var output = [[Double]](repeating: [Double](repeating: 0.1, count: 21), count: 6)
+        for (row, value) in [0.4, 0.5, 0.2, 0.6, 0.3, 0.8].enumerated() { output[row][7] = value }
+        let bytes = output.flatMap { $0 }.map { UInt8(($0 * 255).rounded()) }
+        let picture = try Image(width: 21, height: 2, format: .rgb24, data: bytes)
+        let detections = try detector.detect(picture).detections
+        let found = try #require(detections.first, "no detection")
+        #expect(detections.count == 1 && found.classIndex == 1)
+        // Scores and boxes in steps of 1/255 of the input; the box in pixels of the 21x2 picture.
+        #expect(abs(Double(found.score) - 204.0 / 255) < 1e-4, "\(found.score)")
+        let (cx, cy, w, h) = (102.0 / 255 * 21, 128.0 / 255 * 2, 51.0 / 255 * 21, 153.0 / 255 * 2)
+        for (actual, expected) in [(found.box.minX, cx - w / 2), (found.box.maxX, cx + w / 2), (found.box.minY, max(0, cy - h / 2)),
+                                   (found.box.maxY, min(2, cy + h / 2))] {
+            #expect(abs(actual - expected) < 0.02, "box \(found.box) against \(cx), \(cy), \(w), \(h)")
+        }
+        // Flags still win over the family default.
+        let flagged = try ObjectDetector(modelPath: Self.model, options: .init(normalization: .init(mean: [127.5], std: [127.5])))
+        #expect(flagged.inputScaling.contains("options"), "\(flagged.inputScaling)")
+    }
+}
