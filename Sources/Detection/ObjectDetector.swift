@@ -433,8 +433,10 @@ public final class ObjectDetector {
             raw = try ssd.read(interpreter)
         case .yolo(let yolo):
             let candidates = try yolo.read(interpreter, threshold: options.scoreThreshold, inputSize: (inputSize.width, inputSize.height))
-            raw = NonMaxSuppression.apply(candidates.filter { (allowed?.contains($0.classIndex) ?? true) && !denied.contains($0.classIndex) },
-                                          iouThreshold: options.iouThreshold, classAware: !options.classAgnosticNMS, limit: options.nmsLimit)
+                .filter { (allowed?.contains($0.classIndex) ?? true) && !denied.contains($0.classIndex) }
+            raw = yolo.needsSuppression
+                ? NonMaxSuppression.apply(candidates, iouThreshold: options.iouThreshold, classAware: !options.classAgnosticNMS, limit: options.nmsLimit)
+                : candidates.sorted { $0.score > $1.score }
         case .blazeFace(let face):
             raw = NonMaxSuppression.weighted(try face.read(interpreter, threshold: options.scoreThreshold), iouThreshold: BlazeFaceLayout.mergeThreshold)
         }

@@ -3,12 +3,14 @@ import Inference
 import TFLiteFormat
 
 /// The single output of an Ultralytics YOLO export: `[1, N, 5 + C]` for YOLOv5 (centre x, centre y,
-/// width, height, objectness, C class scores per candidate) or `[1, 4 + C, N]` for YOLOv8 and 11
-/// (the same without objectness, transposed). Boxes are relative to the model input (0...1, or
-/// pixels when a model says so by values above 1.5). Quantized outputs are read through their
-/// scale and zero point without copying.
+/// width, height, objectness, C class scores per candidate), `[1, 4 + C, N]` for YOLOv8 and 11
+/// (the same without objectness, transposed), or `[1, N, 6]` for end-to-end heads that suppress
+/// overlaps themselves (YOLOv10, YOLO26, exports with `nms=True`: corners x1, y1, x2, y2, score,
+/// class; no suppression in Spotter). Boxes are relative to the model input (0...1, or pixels when
+/// a model says so by values above 1.5). Quantized outputs are read through their scale and zero
+/// point without copying.
 @_spi(Decoding) public struct YOLOLayout {
-    public enum Version: String, Sendable { case v5, v8 }
+    public enum Version: String, Sendable { case v5, v8, endToEnd }
     public let version: Version
     public let candidates: Int
     public let classCount: Int
@@ -21,6 +23,15 @@ import TFLiteFormat
         (self.version, self.candidates, self.classCount, self.type, self.scale, self.zeroPoint) = (version, candidates, classCount, type, scale, zeroPoint)
     }
 
+    /// Values per candidate.
+    var fields: Int {
+        switch version {
+        case .v5: return classCount + 5
+        case .v8: return classCount + 4
+        case .endToEnd: return 6
+        }
+    }
+
     /// Recognizes the layout from the one output's shape; nil when it is not YOLO's.
     init?(model: Model, interpreter: Interpreter) {
         let graph = model.subgraph
@@ -28,7 +39,12 @@ import TFLiteFormat
         let tensor = graph.tensors[graph.outputs[0]]
         let shape = interpreter.shape(ofTensor: tensor.index)
         guard shape.count == 3, shape[0] == 1, [.float32, .uint8, .int8].contains(tensor.type) else { return nil }
-        if shape[1] > shape[2], shape[2] > 5 {
+        let names = model.embeddedLabels?.count ?? 0
+        if shape[2] == 6, shape[1] > 6, Self.isEndToEnd(settings: model.ultralyticsSettings, classNames: names) {
+            // [1, N, 6] is also a one-class YOLOv5: the export's settings (end2end, nms) or more
+            // than one class name tell them apart.
+            (version, candidates, classCount) = (.endToEnd, shape[1], names > 0 ? names : 80)
+        } else if shape[1] > shape[2], shape[2] > 5 {
             (version, candidates, classCount) = (.v5, shape[1], shape[2] - 5)
         } else if shape[2] > shape[1], shape[1] > 4 {
             (version, candidates, classCount) = (.v8, shape[2], shape[1] - 4)
@@ -40,9 +56,23 @@ import TFLiteFormat
         zeroPoint = tensor.quantization?.zeroPoint ?? 0
     }
 
-    var description: String {
-        "YOLO\(version == .v5 ? "v5 [1, \(candidates), \(5 + classCount)]" : "v8/11 [1, \(4 + classCount), \(candidates)]"): \(classCount) classes, non-maximum suppression in Spotter"
+    /// Whether a `[1, N, 6]` output is an end-to-end head: the export's settings say `end2end` or
+    /// `nms` is on, or the model names more than one class (a YOLOv5 of this shape has one).
+    public static func isEndToEnd(settings: String?, classNames: Int) -> Bool {
+        if let settings, settings.contains("'end2end': True") || settings.contains("'nms': True") { return true }
+        return classNames > 1
     }
+
+    var description: String {
+        switch version {
+        case .v5: return "YOLOv5 [1, \(candidates), \(5 + classCount)]: \(classCount) classes, non-maximum suppression in Spotter"
+        case .v8: return "YOLOv8/11 [1, \(4 + classCount), \(candidates)]: \(classCount) classes, non-maximum suppression in Spotter"
+        case .endToEnd: return "end-to-end YOLO [1, \(candidates), 6]: boxes, score and class per candidate, already suppressed by the model"
+        }
+    }
+
+    /// Whether Spotter suppresses overlapping boxes (end-to-end heads did it themselves).
+    public var needsSuppression: Bool { version != .endToEnd }
 
     /// Candidates scoring at least `threshold` (objectness times class score for v5), the best
     /// class of each, boxes as ymin, xmin, ymax, xmax normalized to the input.
@@ -52,7 +82,7 @@ import TFLiteFormat
 
     /// Candidates of the output tensor's bytes; empty when they are fewer than the layout needs.
     public func decode(_ bytes: UnsafeRawBufferPointer, threshold: Float, inputSize: (width: Int, height: Int)) -> [RawDetection] {
-        let count = candidates * (classCount + (version == .v5 ? 5 : 4))
+        let count = candidates * fields
         let (scale, zeroPoint) = (self.scale, Float(self.zeroPoint))
         switch type {
         case .uint8:
@@ -75,7 +105,6 @@ import TFLiteFormat
     private func decode<Value: Comparable>(_ values: UnsafeBufferPointer<Value>, threshold: Float, inputSize: (width: Int, height: Int),
                                            dequantize: (Value) -> Float) -> [RawDetection] {
         guard classCount > 0, candidates > 0 else { return [] }
-        let fields = classCount + (version == .v5 ? 5 : 4)
         var found: [RawDetection] = []
         func box(_ cx: Float, _ cy: Float, _ w: Float, _ h: Float) -> (Float, Float, Float, Float) {
             var (cx, cy, w, h) = (cx, cy, w, h)
@@ -87,6 +116,20 @@ import TFLiteFormat
             return (cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2)
         }
         switch version {
+        case .endToEnd:
+            // Row-major [candidate][x1, y1, x2, y2, score, class]; a class outside the model's is dropped.
+            for candidate in 0..<candidates {
+                let row = candidate * 6
+                let score = dequantize(values[row + 4])
+                let classValue = dequantize(values[row + 5]).rounded()
+                guard score >= threshold, classValue >= 0, classValue < Float(classCount) else { continue }
+                var (x1, y1, x2, y2) = (dequantize(values[row]), dequantize(values[row + 1]), dequantize(values[row + 2]), dequantize(values[row + 3]))
+                if max(x1, y1, x2, y2) > 1.5 {
+                    (x1, x2) = (x1 / Float(inputSize.width), x2 / Float(inputSize.width))
+                    (y1, y2) = (y1 / Float(inputSize.height), y2 / Float(inputSize.height))
+                }
+                found.append(RawDetection(classIndex: Int(classValue), score: score, box: (min(y1, y2), min(x1, x2), max(y1, y2), max(x1, x2))))
+            }
         case .v5:
             // Row-major [candidate][field]: centre x, centre y, width, height, objectness, classes.
             for candidate in 0..<candidates {

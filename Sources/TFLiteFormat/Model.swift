@@ -138,6 +138,17 @@ public final class Model: Sendable {
 }
 
 extension Model {
+    /// The settings an Ultralytics export attaches (a Python dict's repr: `{'description': ...,
+    /// 'names': {...}, 'args': {...}}`), or nil for other models.
+    public var ultralyticsSettings: String? {
+        for name in associatedFiles.keys.sorted() {
+            guard let data = associatedFiles[name], data.first == UInt8(ascii: "{") else { continue }
+            let text = String(decoding: data.prefix(1 << 20), as: UTF8.self)
+            if text.contains("'names': {") { return text }
+        }
+        return nil
+    }
+
     /// Class names from the `'names': {0: 'person', 1: 'bicycle', ...}` entry of an Ultralytics
     /// metadata dict (Python's repr: single quotes, or double quotes around names with a `'`); nil
     /// when there is none or the indices are not 0, 1, 2...

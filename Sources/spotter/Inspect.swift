@@ -32,6 +32,7 @@ struct Inspect: ParsableCommand {
         var report = ModelReport(model: loaded)
         if report.runnable, report.detectionLayout != nil, let detector = try? ObjectDetector(modelPath: path) {
             report.inputScaling = detector.inputScaling
+            report.detectionLayout = detector.layoutDescription
             // The detector has a default for this family: no flags needed.
             report.advice.removeAll { $0.hasPrefix("the float input has no normalization metadata") }
         }

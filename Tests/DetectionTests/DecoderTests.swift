@@ -80,6 +80,37 @@ import Testing
         #expect(found.count == 1 && found[0].score == 0.75 && Self.close(found[0].box, (0.1875, 0.375, 0.3125, 0.625)))
     }
 
+    @Test func endToEndHeadsGiveCornersScoreAndClassWithoutSuppression() {
+        // [1, 5, 6]: x1, y1, x2, y2, score, class per candidate (YOLOv10, YOLO26, exports with nms=True).
+        let rows: [[Float]] = [
+            [0.1, 0.2, 0.3, 0.6, 0.9, 2],  // kept, class 2
+            [0.12, 0.2, 0.32, 0.6, 0.8, 2],  // overlaps the first: kept (the model suppressed already)
+            [64, 128, 320, 640, 0.7, 0],  // corners in input pixels of 640 x 640
+            [0.1, 0.1, 0.2, 0.2, 0.1, 1],  // below the threshold
+            [0.1, 0.1, 0.2, 0.2, 0.95, 7],  // a class the model does not have: dropped
+        ]
+        let layout = YOLOLayout(version: .endToEnd, candidates: 5, classCount: 3)
+        #expect(!layout.needsSuppression)
+        let found = rows.flatMap { $0 }.withUnsafeBytes { layout.decode($0, threshold: 0.25, inputSize: (640, 640)) }
+        #expect(found.map(\.classIndex) == [2, 2, 0] && found.map(\.score) == [0.9, 0.8, 0.7])
+        #expect(Self.close(found[0].box, (0.2, 0.1, 0.6, 0.3)) && Self.close(found[2].box, (0.2, 0.1, 1.0, 0.5)))
+        // int8 through scale and zero point: the class column too.
+        let quantized = [Float](rows[0]).map { Int8(clamping: Int(($0 * 40).rounded()) - 10) }
+        let int8 = YOLOLayout(version: .endToEnd, candidates: 1, classCount: 3, type: .int8, scale: 1 / 40, zeroPoint: -10)
+        let one = quantized.withUnsafeBytes { int8.decode($0, threshold: 0.25, inputSize: (640, 640)) }
+        #expect(one.count == 1 && one[0].classIndex == 2 && abs(one[0].score - 0.9) < 1e-6 && Self.close(one[0].box, (0.2, 0.1, 0.6, 0.3)))
+        // Fewer bytes than the layout: nothing.
+        #expect([Float](repeating: 1, count: 29).withUnsafeBytes { layout.decode($0, threshold: 0, inputSize: (640, 640)) }.isEmpty)
+    }
+
+    @Test func endToEndIsToldFromAOneClassYOLOv5ByTheExportsSettings() {
+        #expect(YOLOLayout.isEndToEnd(settings: "{'task': 'detect', 'end2end': True, 'names': {0: 'person'}}", classNames: 1))
+        #expect(YOLOLayout.isEndToEnd(settings: "{'args': {'nms': True}, 'names': {0: 'person'}}", classNames: 1))
+        #expect(YOLOLayout.isEndToEnd(settings: nil, classNames: 80))
+        #expect(!YOLOLayout.isEndToEnd(settings: "{'args': {'nms': False}, 'names': {0: 'person'}}", classNames: 1))
+        #expect(!YOLOLayout.isEndToEnd(settings: nil, classNames: 0))
+    }
+
     static func box(_ x: Float, _ y: Float, _ size: Float) -> (Float, Float, Float, Float) { (y, x, y + size, x + size) }
 
     @Test func greedySuppressionKeepsTheBestOfEachClassAndCluster() {
