@@ -37,7 +37,10 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite"),
-          "yolov8n": os.path.join(SHARED, "models", "yolov8n", "yolov8n_full_integer_quant.tflite")}
+          "yolov8n": os.path.join(SHARED, "models", "yolov8n", "yolov8n_full_integer_quant.tflite"),
+          # YOLO11's attention patterns (scripts/make_attention_yolo.py): full-integer and hybrid.
+          "attention-yolo-int8": os.path.join(ROOT, "Tests", "Fixtures", "models", "attention-yolo", "attention-yolo-int8.tflite"),
+          "attention-yolo-hybrid": os.path.join(ROOT, "Tests", "Fixtures", "models", "attention-yolo", "attention-yolo-hybrid.tflite")}
 PICTURES = ["coffee", "astronaut"]
 ALL_PICTURES = ["astronaut", "coffee", "chelsea", "camera", "page"]
 FACES = ["grace_hopper.png", "obama.jpg"]
@@ -77,7 +80,10 @@ def main():
                 detail = interpreter.get_input_details()[0]
                 _, height, width, _ = detail["shape"]
                 rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", picture + ".png")), cv2.COLOR_BGR2RGB)
-                value = cv2.resize(rgb, (width, height), interpolation=cv2.INTER_LINEAR)[None].astype(detail["dtype"])
+                value = cv2.resize(rgb, (width, height), interpolation=cv2.INTER_LINEAR)[None]
+                if detail["dtype"] == np.float32:
+                    value = value.astype(np.float32) / 255  # Ultralytics' float input: RGB 0..1
+                value = value.astype(detail["dtype"])
                 interpreter.set_tensor(detail["index"], value)
                 interpreter.invoke()
                 outputs[kind] = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])

@@ -10,7 +10,7 @@ venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 for script in make_litert_fixtures make_jpeg_fixtures make_model_fixtures make_rectangle_fixtures make_rectangle_set make_picture_bombs; do
   stamp=fixtures-generated/.stamp-$script
   sources="scripts/$script.py"
-  [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py"
+  [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py Tests/Fixtures/models/attention-yolo/*.tflite"
   # shellcheck disable=SC2086
   if ! cat $sources | cmp -s - "$stamp" 2>/dev/null; then
     "$venv/bin/python" "scripts/$script.py" 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true

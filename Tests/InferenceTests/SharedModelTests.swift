@@ -7,13 +7,18 @@ import TFLiteFormat
 /// The shared models beyond the SSD detector against LiteRT's own outputs
 /// (fixtures-generated/models, made by scripts/make_model_fixtures.py).
 @Suite struct SharedModelTests {
-    static let cases = ["yolov5n/coffee", "yolov5n/astronaut", "yolov8n/coffee", "yolov8n/astronaut"]
-    static let models = ["yolov5n": "yolov5n/yolov5n-int8.tflite", "yolov8n": "yolov8n/yolov8n_full_integer_quant.tflite"]
+    static let cases = ["yolov5n/coffee", "yolov5n/astronaut", "yolov8n/coffee", "yolov8n/astronaut",
+                        "attention-yolo-int8/coffee", "attention-yolo-int8/astronaut"]
+    /// YOLO11's attention patterns (BATCH_MATMUL and FULLY_CONNECTED on two activations, int8
+    /// SOFTMAX over the attention) in a whole graph: scripts/make_attention_yolo.py.
+    static let models = ["yolov5n": Fixtures.shared.appendingPathComponent("models/yolov5n/yolov5n-int8.tflite"),
+                         "yolov8n": Fixtures.shared.appendingPathComponent("models/yolov8n/yolov8n_full_integer_quant.tflite"),
+                         "attention-yolo-int8": Fixtures.committed.appendingPathComponent("models/attention-yolo/attention-yolo-int8.tflite")]
 
     static func run(_ name: String, backend: Interpreter.Options.Backend) throws -> (output: [UInt8], ref: [UInt8], xnnpack: [UInt8]) {
         let model = String(name.split(separator: "/")[0])
         let folder = Fixtures.generated.appendingPathComponent("models/\(name)")
-        let interpreter = try Interpreter(model: try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/\(models[model]!)")),
+        let interpreter = try Interpreter(model: try Model(contentsOf: models[model]!),
                                           options: .init(threadCount: 2, backend: backend))
         try interpreter.copy(try Fixtures.npy(folder.appendingPathComponent("input.npy")).data, toInputAt: 0)
         try interpreter.invoke()
