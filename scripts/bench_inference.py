@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Side-by-side invoke() latency and peak memory: Spotter's `spotter bench` against the peer's
-LiteRT benchmark (../shared/reference/bench_tflite.py), same model, same input frame, same machine,
-one run, interleaved per thread count. Prints each side and the ratio (Spotter / LiteRT).
+LiteRT benchmark (../shared/reference/bench_tflite.py) and OpenVINO (the runtime most people pick
+for YOLO on an x86 CPU; it reads the same .tflite), same model, same input, same machine, one run,
+interleaved per thread count. Prints each side, Spotter / LiteRT, and Spotter / the faster of the two.
 
 Usage (run by scripts/bench.sh, which builds Spotter and sets up the venv):
-  bench_inference.py SPOTTER_BINARY [--threads 1,2] [--runs 200] [--rounds 3] [--model yolov8n|yolov5n|PATH]
+  bench_inference.py SPOTTER_BINARY [--threads 1,2] [--runs 200] [--rounds 3]
+                     [--model yolov8n|yolov5n|blazeface|mobilefacenet|attention-yolo-int8|attention-yolo-hybrid|PATH]
+                     [--no-openvino]
 
 With --model other than the SSD detector, the LiteRT side is LITERT_TIMER below (default resolver,
 the same input .npy as Spotter gets, the same warm-up and runs), since bench_tflite.py feeds SSD
-frames only.
+frames only. OpenVINO (PyPI `openvino`, CPU plugin, INFERENCE_NUM_THREADS, latency hint) runs
+OPENVINO_TIMER on the same input; it cannot read the SSD's TFLite_Detection_PostProcess operator,
+which the table says.
 """
 import argparse
 import datetime
@@ -32,7 +37,41 @@ MODELS = {
                 os.path.join(ROOT, "fixtures-generated", "models", "yolov8n", "coffee", "input.npy")),
     "yolov5n": (os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tflite"),
                 os.path.join(ROOT, "fixtures-generated", "models", "yolov5n", "coffee", "input.npy")),
+    "blazeface": (os.path.join(SHARED, "models", "blazeface-short-range", "face_detection_short_range.tflite"),
+                  os.path.join(ROOT, "fixtures-generated", "models", "blazeface", "grace_hopper", "input.npy")),
+    "mobilefacenet": (os.path.join(SHARED, "models", "mobilefacenet", "mobile_face_net.tflite"),
+                      os.path.join(ROOT, "fixtures-generated", "models", "mobilefacenet", "grace_hopper", "input.npy")),
+    "attention-yolo-int8": (os.path.join(ROOT, "Tests", "Fixtures", "models", "attention-yolo", "attention-yolo-int8.tflite"),
+                            os.path.join(ROOT, "fixtures-generated", "models", "attention-yolo-int8", "coffee", "input.npy")),
+    "attention-yolo-hybrid": (os.path.join(ROOT, "Tests", "Fixtures", "models", "attention-yolo", "attention-yolo-hybrid.tflite"),
+                              os.path.join(ROOT, "fixtures-generated", "models", "attention-yolo-hybrid", "coffee", "input.npy")),
 }
+OPENVINO_TIMER = """
+import json, statistics, sys, time
+import numpy as np
+import openvino as ov
+model, data, threads, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+core = ov.Core()
+try:
+    m = core.read_model(model)
+    value = np.load(data)
+    if m.inputs[0].partial_shape.is_dynamic:
+        m.reshape({m.inputs[0]: list(value.shape)})
+    compiled = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+except Exception as error:
+    reason = next((l for l in str(error).splitlines() if "No translator" in l or "not supported" in l), str(error).splitlines()[-1])
+    print(json.dumps({"error": reason.strip()}))
+    sys.exit(0)
+request = compiled.create_infer_request()
+for _ in range(10):
+    request.infer({0: value})
+times = []
+for _ in range(runs):
+    t = time.perf_counter_ns()
+    request.infer({0: value})
+    times.append((time.perf_counter_ns() - t) / 1e6)
+print(json.dumps({"median_ms": statistics.median(times)}))
+"""
 LITERT_TIMER = """
 import json, statistics, sys, time
 import numpy as np
@@ -80,6 +119,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per thread count; medians are taken over all")
     parser.add_argument("--model", help="yolov8n, yolov5n or a .tflite path (with --input); default: the SSD detector")
     parser.add_argument("--input", help="the input .npy for --model PATH")
+    parser.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out (it is not installed)")
     args = parser.parse_args()
     model, data = MODEL, INPUT
     if args.model:
@@ -88,10 +128,21 @@ def main():
             sys.exit(f"bench_inference: no input for {args.model}: run scripts/make_model_fixtures.py or pass --input")
     bench = os.path.join(SHARED, "reference", "bench_tflite.py")
     print(f"date {datetime.date.today()} | {cpu_name()} | {os.cpu_count()} cores | model {os.path.basename(model)} | {args.runs} runs x {args.rounds} rounds")
-    rows = []
+    openvino_data = data
+    if model == MODEL:
+        # The peer's frame as the .npy Spotter reads; OpenVINO cannot read this model anyway.
+        openvino_data = INPUT
+    rows, openvino_error = [], None
     for threads in [int(t) for t in args.threads.split(",")]:
-        litert, spotter, litert_rss, spotter_rss = [], [], 0.0, 0.0
+        litert, spotter, openvino, litert_rss, spotter_rss = [], [], [], 0.0, 0.0
         for _ in range(args.rounds):
+            if not args.no_openvino and openvino_error is None:
+                out, _ = measure([sys.executable, "-c", OPENVINO_TIMER, model, openvino_data, str(threads), str(args.runs)])
+                result = json.loads(out)
+                if "error" in result:
+                    openvino_error = result["error"]
+                else:
+                    openvino.append(result["median_ms"])
             if model == MODEL:
                 with tempfile.NamedTemporaryFile(suffix=".json") as f:
                     _, rss = measure([sys.executable, bench, "--threads", str(threads), "--modes", "xnnpack",
@@ -105,10 +156,18 @@ def main():
                                 "--warmup", "10", "--input", data, "--json"])
             spotter.append(json.loads(out)["median_ms"])
             spotter_rss = max(spotter_rss, rss)
-        rows.append((threads, statistics.median(litert), statistics.median(spotter), litert_rss, spotter_rss))
-    print(f"{'threads':>7} | {'LiteRT XNNPACK ms':>17} | {'Spotter ms':>10} | {'ratio':>5} | {'LiteRT peak MiB':>15} | {'Spotter peak MiB':>16}")
-    for threads, l, s, lr, sr in rows:
-        print(f"{threads:>7} | {l:>17.2f} | {s:>10.2f} | {s / l:>5.2f} | {lr:>15.1f} | {sr:>16.1f}")
+        rows.append((threads, statistics.median(litert), statistics.median(spotter), statistics.median(openvino) if openvino else None,
+                     litert_rss, spotter_rss))
+    print(f"{'threads':>7} | {'LiteRT XNNPACK ms':>17} | {'OpenVINO ms':>11} | {'Spotter ms':>10} | {'/ LiteRT':>8} | {'/ faster':>8} | "
+          f"{'LiteRT peak MiB':>15} | {'Spotter peak MiB':>16}")
+    for threads, l, s, o, lr, sr in rows:
+        fastest = min(l, o) if o else l
+        ov_text = f"{o:>11.2f}" if o else f"{'-':>11}"
+        print(f"{threads:>7} | {l:>17.2f} | {ov_text} | {s:>10.2f} | {s / l:>8.2f} | {s / fastest:>8.2f} | {lr:>15.1f} | {sr:>16.1f}")
+    if openvino_error:
+        print(f"OpenVINO cannot run {os.path.basename(model)}: {openvino_error}")
+    elif args.no_openvino:
+        print("OpenVINO left out (--no-openvino)")
 
 
 if __name__ == "__main__":

@@ -178,4 +178,13 @@ void spotter_dwconv_f32_run(const spotter_dwconv_f32* conv, const float* input, 
 /// src[r * columns + c], in 16x16 blocks (SSE2).
 void spotter_transpose_bytes(const uint8_t* src, uint8_t* dst, size_t rows, size_t columns, size_t first, size_t last);
 
+/// Rows of a product of two activation matrices (attention's BATCH_MATMUL, FULLY_CONNECTED with
+/// activation weights): out[i * n + j] = sum over p < k of a(i, p) * b[p * n + j] for i < rows,
+/// j < n, with a(i, p) = a[i * a_row + p * a_column] (either layout of A, read in place). int8: A less
+/// `a_zero`, B given as int16 values already less their zero point; exact int32 sums (|a - a_zero| and
+/// |b| at most 255: k below 2^15). float: summed over p in order.
+void spotter_matmul_rows_s8(const int8_t* a, size_t a_row, size_t a_column, int32_t a_zero, const int16_t* b, int32_t* out,
+                            size_t rows, size_t n, size_t k);
+void spotter_matmul_rows_f32(const float* a, size_t a_row, size_t a_column, const float* b, float* out, size_t rows, size_t n, size_t k);
+
 #endif

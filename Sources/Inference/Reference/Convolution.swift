@@ -1,3 +1,4 @@
+internal import CKernels
 import TFLiteFormat
 
 /// Sizes and padding of a 2-D window operation (convolution, depthwise convolution, pooling).
@@ -381,6 +382,8 @@ final class FullyConnected: Kernel {
     let inputOffset: Int32
     let requant: Requantization?
     let clamp: (min: Float, max: Float)
+    /// int8 weights that are activations, laid out [inputs][units] at each run.
+    private var weightScratch: [Int16] = []
 
     let type: TensorType
 
@@ -435,7 +438,9 @@ final class FullyConnected: Kernel {
                 filter = values.enumerated().map { $1 - zeros[$0 / perUnit] }
             } else {
                 guard Set(zeros).count <= 1 else { throw ctx.fail("weights that are activations need one zero point, not one per unit") }
+                guard inputSize < 1 << 15 else { throw ctx.fail("\(inputSize) inputs per unit are beyond the 32,767 an exact int32 sum allows") }
                 filter = nil
+                if type == .int8, !ctx.isCheckingOnly { weightScratch = [Int16](repeating: 0, count: units * inputSize) }
             }
             bias = biasTensor != nil ? nil : try biasInput.map { try ctx.constant($0, as: Int32.self) } ?? Array(repeating: 0, count: units)
             floatFilter = nil
@@ -479,6 +484,23 @@ final class FullyConnected: Kernel {
                             var acc: Int32 = 0
                             for i in 0..<inputSize { acc &+= w[i] &* (Int32(row[i]) &+ inputOffset) }
                             store(acc &+ (bias?[u] ?? 0), at: b * units + u, unit: u, dst, requant)
+                        }
+                    }
+                }
+            } else if T.self == Int8.self {
+                // Weights that are activations (YOLO11's attention): [units][inputs] laid out as
+                // [inputs][units] less their zero point, so each output row is a sum of scaled rows.
+                let weights = memory.typed(filterTensor, Int8.self), zw = filterZeroPoint
+                let input = UnsafeRawPointer(src).assumingMemoryBound(to: Int8.self), output = dst
+                weightScratch.withUnsafeMutableBufferPointer { columns in
+                    for u in 0..<units {
+                        for i in 0..<inputSize { columns[i * units + u] = Int16(truncatingIfNeeded: Int32(weights[u * inputSize + i]) - zw) }
+                    }
+                    withUnsafeTemporaryAllocation(of: Int32.self, capacity: units) { sums in
+                        for b in 0..<batches {
+                            spotter_matmul_rows_s8(input + b * inputSize, inputSize, 1, -inputOffset, columns.baseAddress!, sums.baseAddress!,
+                                                   1, units, inputSize)
+                            for u in 0..<units { store(sums[u] &+ (bias?[u] ?? 0), at: b * units + u, unit: u, output, requant) }
                         }
                     }
                 }

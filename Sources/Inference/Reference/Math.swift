@@ -1,3 +1,4 @@
+internal import CKernels
 import Foundation
 import TFLiteFormat
 
@@ -173,9 +174,12 @@ final class Reduce: Kernel {
 }
 
 /// BATCH_MATMUL on float32 and int8 (per-tensor, zero points on both sides): `[..., M, K] x
-/// [..., K, N]` (either side transposed by adj_x / adj_y), batch dimensions broadcast; sums over K
-/// in order. Each side is laid out as rows of K first, so every sum reads two contiguous rows.
-final class BatchMatMul: Kernel {
+/// [..., K, N]` (either side transposed by adj_x / adj_y), batch dimensions broadcast. A is read in
+/// place in either layout; B is laid out as [K][N] (int8: as int16 less its zero point), so each
+/// output row is a sum of B's rows scaled by A's values (``spotter_matmul_rows_s8``: exact int32
+/// sums; floats summed over K in order). Output rows are independent: the fast path splits them
+/// across its threads.
+final class BatchMatMul: RowKernel {
     let left, right, output: Int
     let m, k, n: Int
     let adjointX, adjointY: Bool
@@ -184,6 +188,12 @@ final class BatchMatMul: Kernel {
     /// int8: the zero points of both sides and the output's requantization.
     let leftZero, rightZero: Int32
     let requant: Requantization?
+    /// Batches of B before broadcasting.
+    private let rightBatches: Int
+    /// B as [batch][K][N], made by `prepare`: int16 less its zero point (int8), or floats when the
+    /// file holds B as [N][K] (adj_y); empty when B is read in place.
+    private var rightInt16: [Int16] = []
+    private var rightFloat: [Float] = []
 
     init(_ ctx: PrepareContext, adjointX: Bool, adjointY: Bool) throws {
         left = ctx.input(0)
@@ -198,10 +208,12 @@ final class BatchMatMul: Kernel {
         let (bk, bn) = adjointY ? (b[b.count - 1], b[b.count - 2]) : (b[b.count - 2], b[b.count - 1])
         guard ak == bk else { throw ctx.fail("inner dimensions \(ak) and \(bk) differ (\(a) x \(b))") }
         (m, k, n, self.adjointX, self.adjointY) = (am, ak, bn, adjointX, adjointY)
+        guard k < 1 << 15 else { throw ctx.fail("inner dimension \(k) is beyond the 32,767 an exact int32 sum allows") }
         do { batches = try Broadcast(Array(a.dropLast(2)), Array(b.dropLast(2))) } catch {
             throw ctx.fail("batch dimensions of \(a) and \(b) do not broadcast")
         }
         try ctx.setShape(output, batches.outputShape + [m, n])
+        rightBatches = b.dropLast(2).reduce(1, *)
         if type == .int8 {
             let (leftScale, leftZero) = try ctx.quantized(left), (rightScale, rightZero) = try ctx.quantized(right)
             let (outputScale, outputZero) = try ctx.quantized(output)
@@ -215,51 +227,73 @@ final class BatchMatMul: Kernel {
         } else {
             (requant, leftZero, rightZero) = (nil, 0, 0)
         }
+        if !ctx.isCheckingOnly {
+            if type == .int8 { rightInt16 = [Int16](repeating: 0, count: rightBatches * k * n) }
+            else if adjointY { rightFloat = [Float](repeating: 0, count: rightBatches * k * n) }
+        }
     }
+
+    var rowCount: Int { batches.outputShape.reduce(1, *) * m }
 
     func run(_ memory: TensorMemory) {
-        if let requant { run(memory, Int8.self) { a, b, index, dst in self.dot(a, b, index, dst, requant) } }
-        else { run(memory, Float.self) { a, b, index, dst in self.dot(a, b, index, dst) } }
+        prepare(memory)
+        run(memory, rows: 0..<rowCount)
     }
 
-    /// For every batch: rows of A (M x K) and of B transposed (N x K), then `cell` for every output.
-    private func run<T>(_ memory: TensorMemory, _: T.Type,
-                        _ cell: (UnsafePointer<T>, UnsafePointer<T>, Int, UnsafeMutablePointer<T>) -> Void) {
-        let a = memory.typed(left, T.self), b = memory.typed(right, T.self), dst = memory.typed(output, T.self)
-        // Transposed copies of the sides not already in rows of K (allocated per run: small).
-        var leftRows = [T](), rightRows = [T]()
-        for batch in 0..<batches.outputShape.reduce(1, *) {
-            let pa = a + batches.left(batch) * m * k, pb = b + batches.right(batch) * k * n
-            if adjointX {
-                leftRows = (0..<m * k).map { pa[($0 % k) * m + $0 / k] }
-            }
-            if !adjointY {
-                rightRows = (0..<n * k).map { pb[($0 % k) * n + $0 / k] }
-            }
-            leftRows.withUnsafeBufferPointer { l in
-                rightRows.withUnsafeBufferPointer { r in
-                    let rowsA = adjointX ? l.baseAddress! : UnsafePointer(pa)
-                    let rowsB = adjointY ? UnsafePointer(pb) : r.baseAddress!
-                    for i in 0..<m {
-                        for j in 0..<n { cell(rowsA + i * k, rowsB + j * k, batch * m * n + i * n + j, dst) }
+    /// B as [batch][K][N]: int8 widened less its zero point, floats transposed when stored [N][K].
+    func prepare(_ memory: TensorMemory) {
+        let size = k * n
+        if type == .int8 {
+            let src = memory.typed(right, Int8.self), zero = rightZero
+            rightInt16.withUnsafeMutableBufferPointer { dst in
+                for batch in 0..<rightBatches {
+                    let s = src + batch * size, d = dst.baseAddress! + batch * size
+                    if adjointY {
+                        for j in 0..<n { for p in 0..<k { d[p * n + j] = Int16(truncatingIfNeeded: Int32(s[j * k + p]) - zero) } }
+                    } else {
+                        for index in 0..<size { d[index] = Int16(truncatingIfNeeded: Int32(s[index]) - zero) }
                     }
+                }
+            }
+        } else if adjointY {
+            let src = memory.typed(right, Float.self)
+            rightFloat.withUnsafeMutableBufferPointer { dst in
+                for batch in 0..<rightBatches {
+                    let s = src + batch * size, d = dst.baseAddress! + batch * size
+                    for j in 0..<n { for p in 0..<k { d[p * n + j] = s[j * k + p] } }
                 }
             }
         }
     }
 
-    @inline(__always)
-    private func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ index: Int, _ dst: UnsafeMutablePointer<Float>) {
-        var sum: Float = 0
-        for p in 0..<k { sum += a[p] * b[p] }
-        dst[index] = sum
-    }
-
-    @inline(__always)
-    private func dot(_ a: UnsafePointer<Int8>, _ b: UnsafePointer<Int8>, _ index: Int, _ dst: UnsafeMutablePointer<Int8>, _ requant: Requantization) {
-        var sum: Int32 = 0
-        for p in 0..<k { sum &+= (Int32(a[p]) &- leftZero) &* (Int32(b[p]) &- rightZero) }
-        let value = FixedPoint.multiply(sum, requant.multipliers[0]) &+ requant.outputZeroPoint
-        dst[index] = Int8(truncatingIfNeeded: min(max(value, requant.min), requant.max))
+    func run(_ memory: TensorMemory, rows range: Range<Int>) {
+        // A(i, p) in place: rows of K, or (adj_x) columns of M.
+        let (aRow, aColumn) = adjointX ? (1, m) : (k, 1)
+        if let requant {
+            let a = memory.typed(left, Int8.self), dst = memory.typed(output, Int8.self)
+            rightInt16.withUnsafeBufferPointer { b in
+                withUnsafeTemporaryAllocation(of: Int32.self, capacity: n) { sums in
+                    for row in range {
+                        let batch = row / m, i = row % m
+                        spotter_matmul_rows_s8(a + batches.left(batch) * m * k + i * aRow, aRow, aColumn, leftZero,
+                                               b.baseAddress! + batches.right(batch) * k * n, sums.baseAddress!, 1, n, k)
+                        for j in 0..<n {
+                            let value = FixedPoint.multiply(sums[j], requant.multipliers[0]) &+ requant.outputZeroPoint
+                            dst[row * n + j] = Int8(truncatingIfNeeded: min(max(value, requant.min), requant.max))
+                        }
+                    }
+                }
+            }
+        } else {
+            let a = memory.typed(left, Float.self), dst = memory.typed(output, Float.self)
+            rightFloat.withUnsafeBufferPointer { prepared in
+                let b = adjointY ? prepared.baseAddress! : UnsafePointer(memory.typed(right, Float.self))
+                for row in range {
+                    let batch = row / m, i = row % m
+                    spotter_matmul_rows_f32(a + batches.left(batch) * m * k + i * aRow, aRow, aColumn,
+                                            b + batches.right(batch) * k * n, dst + row * n, 1, n, k)
+                }
+            }
+        }
     }
 }

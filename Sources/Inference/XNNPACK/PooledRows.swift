@@ -3,8 +3,14 @@ internal import CXNNPACK
 /// A reference kernel whose output is made of independent rows.
 protocol RowKernel: Kernel {
     var rowCount: Int { get }
+    /// Work every row needs, done once before the rows (default: none).
+    func prepare(_ memory: TensorMemory)
     /// Computes rows `range` only.
     func run(_ memory: TensorMemory, rows range: Range<Int>)
+}
+
+extension RowKernel {
+    func prepare(_ memory: TensorMemory) {}
 }
 
 /// A reference kernel's rows split across the thread pool, for operators Debian's XNNPACK lacks or
@@ -31,6 +37,7 @@ final class PooledRows: Kernel {
     }
 
     func run(_ memory: TensorMemory) {
+        kernel.prepare(memory)
         var job = Job(kernel: kernel, memory: memory)
         withUnsafeMutablePointer(to: &job) { job in
             pthreadpool_parallelize_1d_tile_1d(pool.active, { context, start, count in

@@ -75,6 +75,12 @@ enum XNNPACKKernels {
             if let absorbed = try PaddedAdd.claim(ctx) { return absorbed }
             let pad = try Pad(ctx)
             return PooledRows(pad, rowBytes: pad.rowBytes, pool: pool)
+        case (.batchMatMul, .batchMatMul(let adjointX, let adjointY)) where op.inputs.count == 2:
+            let product = try BatchMatMul(ctx, adjointX: adjointX, adjointY: adjointY)
+            return PooledRows(product, rowBytes: product.n * (product.type == .int8 ? 1 : 4), pool: pool)
+        case (.batchMatMul, .none) where op.inputs.count == 2:
+            let product = try BatchMatMul(ctx, adjointX: false, adjointY: false)
+            return PooledRows(product, rowBytes: product.n * (product.type == .int8 ? 1 : 4), pool: pool)
         case (.slice, _):
             let slice = try StridedSlice(slice: ctx)
             return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)

@@ -1,0 +1,58 @@
+// Products of two activation matrices (attention: BATCH_MATMUL, and FULLY_CONNECTED whose weights
+// are an activation), one output row at a time as a sum of B's rows scaled by A's values:
+// out[i][j] = sum over p < k of a(i, p) * b[p][j], with a(i, p) = a[i * a_row + p * a_column]. The
+// loop over j is contiguous, so the compiler vectorizes it for the target (AVX2 here: eight int32 or
+// float lanes) with no horizontal sums; the float sum over p keeps its order.
+#include "spotter_kernels.h"
+
+#define MATMUL_ROWS_S8                                                                   \
+    for (size_t i = 0; i < rows; i++) {                                                  \
+        int32_t* o = out + i * n;                                                        \
+        for (size_t j = 0; j < n; j++) o[j] = 0;                                         \
+        for (size_t p = 0; p < k; p++) {                                                 \
+            const int32_t x = (int32_t)a[i * a_row + p * a_column] - a_zero;             \
+            const int16_t* row = b + p * n;                                              \
+            for (size_t j = 0; j < n; j++) o[j] += x * (int32_t)row[j];                  \
+        }                                                                                \
+    }
+
+__attribute__((target("avx2,fma"))) static void matmul_rows_s8_avx2(
+    const int8_t* a, size_t a_row, size_t a_column, int32_t a_zero, const int16_t* b, int32_t* out, size_t rows, size_t n, size_t k) {
+    MATMUL_ROWS_S8
+}
+
+static void matmul_rows_s8_plain(
+    const int8_t* a, size_t a_row, size_t a_column, int32_t a_zero, const int16_t* b, int32_t* out, size_t rows, size_t n, size_t k) {
+    MATMUL_ROWS_S8
+}
+
+void spotter_matmul_rows_s8(const int8_t* a, size_t a_row, size_t a_column, int32_t a_zero, const int16_t* b, int32_t* out,
+                            size_t rows, size_t n, size_t k) {
+    if (spotter_has_avx2_fma()) matmul_rows_s8_avx2(a, a_row, a_column, a_zero, b, out, rows, n, k);
+    else matmul_rows_s8_plain(a, a_row, a_column, a_zero, b, out, rows, n, k);
+}
+
+#define MATMUL_ROWS_F32                                                                  \
+    for (size_t i = 0; i < rows; i++) {                                                  \
+        float* o = out + i * n;                                                          \
+        for (size_t j = 0; j < n; j++) o[j] = 0;                                         \
+        for (size_t p = 0; p < k; p++) {                                                 \
+            const float x = a[i * a_row + p * a_column];                                 \
+            const float* row = b + p * n;                                                \
+            for (size_t j = 0; j < n; j++) o[j] += x * row[j];                           \
+        }                                                                                \
+    }
+
+__attribute__((target("avx2,fma"))) static void matmul_rows_f32_avx2(
+    const float* a, size_t a_row, size_t a_column, const float* b, float* out, size_t rows, size_t n, size_t k) {
+    MATMUL_ROWS_F32
+}
+
+static void matmul_rows_f32_plain(const float* a, size_t a_row, size_t a_column, const float* b, float* out, size_t rows, size_t n, size_t k) {
+    MATMUL_ROWS_F32
+}
+
+void spotter_matmul_rows_f32(const float* a, size_t a_row, size_t a_column, const float* b, float* out, size_t rows, size_t n, size_t k) {
+    if (spotter_has_avx2_fma()) matmul_rows_f32_avx2(a, a_row, a_column, b, out, rows, n, k);
+    else matmul_rows_f32_plain(a, a_row, a_column, b, out, rows, n, k);
+}
