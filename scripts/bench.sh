@@ -34,5 +34,8 @@ elif [ "${1:-}" = "--startup" ]; then
   shift
   "$venv/bin/python" scripts/bench_startup.py .build/release/spotter "$@"
 else
+  # OpenVINO is measured beside LiteRT; only the benchmark needs it, so it is installed here.
+  "$venv/bin/python" -c "import openvino" 2>/dev/null || "$venv/bin/pip" install -q --disable-pip-version-check "openvino==2026.4.1" \
+    || echo "bench: OpenVINO could not be installed; pass --no-openvino" >&2
   "$venv/bin/python" scripts/bench_inference.py .build/release/spotter "$@"
 fi
