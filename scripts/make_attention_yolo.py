@@ -29,6 +29,8 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 OUT = os.path.join(ROOT, "Tests", "Fixtures", "models", "attention-yolo")
 SIZE = 256
 CLASSES = 80
+# The class scores' starting bias: a few candidates per picture score above 0.25.
+BIAS = -3.3
 
 
 LAYERS = {}
@@ -83,7 +85,7 @@ def head(x, stride, name):
     """Per cell: 4 box values and 80 class scores; boxes as centre and size relative to the input."""
     _, h, w, _ = x.shape
     box = conv(x, 4, 1, act=False, name=f"{name}_box")
-    cls = conv(x, CLASSES, 1, act=False, name=f"{name}_cls", bias=tf.keras.initializers.Constant(-3.3))
+    cls = conv(x, CLASSES, 1, act=False, name=f"{name}_cls", bias=tf.keras.initializers.Constant(BIAS))
     gy, gx = np.meshgrid(np.arange(h, dtype=np.float32), np.arange(w, dtype=np.float32), indexing="ij")
     grid = np.stack([gx, gy], -1)[None]  # [1, h, w, 2]
     xy = (tf.sigmoid(box[..., :2]) * 2 - 0.5 + grid) * stride / SIZE

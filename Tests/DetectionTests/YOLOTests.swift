@@ -47,29 +47,70 @@ import TestSupport
         let lines = try String(contentsOf: Fixtures.generated.appendingPathComponent("models/\(model)/peer-\(kind).jsonl"), encoding: .utf8)
             .split(separator: "\n")
         #expect(lines.count == 5)
-        var compared = 0
-        for line in lines {
-            let peer = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            let path = try #require(peer["image"] as? String)
+        var compared = 0, misses: [String] = []
+        let exact = scoreTolerance < 0.001
+        // On a fast path: LiteRT's own two paths on the same pictures, as the measure of how far two
+        // approximations of the reference may part.
+        let litertPaths = kind == "ref" ? [] : try String(contentsOf: Fixtures.generated.appendingPathComponent("models/\(model)/peer-ref.jsonl"),
+                                                         encoding: .utf8).split(separator: "\n").map(Self.peerDetections)
+        var litertCompared = 0, litertMisses = 0
+        for (index, line) in lines.enumerated() {
+            let (path, expected) = try Self.peerDetections(line)
             let result = try detector.detect(try ImageFile.decode(path).upright)
-            let expected = try #require(peer["detections"] as? [[String: Any]]).map { d -> (Int, Double, Rect) in
-                let box = d["box"] as? [String: Double] ?? [:]
-                return (d["class_id"] as? Int ?? -1, d["score"] as? Double ?? 0,
-                        Rect(minX: box["xmin"] ?? 0, minY: box["ymin"] ?? 0, maxX: box["xmax"] ?? 0, maxY: box["ymax"] ?? 0))
-            }
-            // Every confident detection of either side has its twin on the other: same class, IoU and
-            // score within the tolerances (below 0.3 a threshold flip is not a difference).
-            for (classIndex, score, box) in expected where score >= 0.3 {
-                let twin = result.detections.first { $0.classIndex == classIndex && Self.iou($0.box, box) >= minimumIoU }
-                #expect(twin != nil && abs(Double(twin!.score) - score) <= scoreTolerance,
-                        "\(path): peer's class \(classIndex) \(score) at \(box) against \(result.detections)")
-                compared += 1
-            }
-            for d in result.detections where d.score >= 0.3 {
-                #expect(expected.contains { $0.0 == d.classIndex && Self.iou($0.2, d.box) >= minimumIoU }, "\(path): Spotter's \(d.label) \(d.score) is not in the peer's")
+            let found = result.detections.map { ($0.classIndex, Double($0.score), $0.box) }
+            let pair = Self.untwinned(expected, found, scoreTolerance: scoreTolerance, minimumIoU: minimumIoU, exact: exact)
+            compared += pair.compared
+            misses += pair.misses.map { "\(path): \($0)" }
+            if litertPaths.indices.contains(index) {
+                let own = Self.untwinned(litertPaths[index].1, expected, scoreTolerance: scoreTolerance, minimumIoU: minimumIoU, exact: false)
+                (litertCompared, litertMisses) = (litertCompared + own.compared, litertMisses + own.misses.count)
             }
         }
-        #expect(compared >= 3)
+        // attention-yolo's weights are random: on pictures nobody chose it may be sure of nothing (its
+        // raw output is compared byte for byte in SharedModelTests).
+        #expect(compared >= 3 || model.hasPrefix("attention-yolo"), "\(compared) confident detections compared")
+        // Exact paths agree on every detection. The two fast paths each approximate the reference
+        // (8-bit steps amplified through a deep network; hybrid layers quantized on the fly by LiteRT
+        // and not by Spotter), so on pictures nobody tuned for a few detections near a tie may part:
+        // at most 5% of the confident detections, plus as many as LiteRT's own two paths part by.
+        let allowed = exact ? 0 : compared / 20 + litertMisses
+        #expect(misses.count <= allowed, "\(misses.count) of \(compared) confident detections without a twin (at most \(allowed); LiteRT's two paths: \(litertMisses) of \(litertCompared)):\n\(misses.joined(separator: "\n"))")
+    }
+
+    /// A peer line: the picture and its detections (class, score, box in pixels).
+    static func peerDetections(_ line: Substring) throws -> (String, [(Int, Double, Rect)]) {
+        let peer = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let path = try #require(peer["image"] as? String)
+        let detections = try #require(peer["detections"] as? [[String: Any]]).map { d -> (Int, Double, Rect) in
+            let box = d["box"] as? [String: Double] ?? [:]
+            return (d["class_id"] as? Int ?? -1, d["score"] as? Double ?? 0,
+                    Rect(minX: box["xmin"] ?? 0, minY: box["ymin"] ?? 0, maxX: box["xmax"] ?? 0, maxY: box["ymax"] ?? 0))
+        }
+        return (path, detections)
+    }
+
+    /// The confident detections (0.3 and up: below, a threshold flip is not a difference) of either
+    /// list without a twin in the other: same class, IoU and (from `expected`) score within the
+    /// tolerances. Where the numbers differ (not `exact`), two overlapping candidates whose scores are
+    /// within the tolerance may be suppressed the other way round: the one kept (overlapping beyond
+    /// NMS's 0.45, score within the tolerance) counts as the twin.
+    static func untwinned(_ expected: [(Int, Double, Rect)], _ found: [(Int, Double, Rect)], scoreTolerance: Double, minimumIoU: Double,
+                          exact: Bool) -> (compared: Int, misses: [String]) {
+        func twinned(_ classIndex: Int, _ score: Double, _ box: Rect, in other: [(Int, Double, Rect)], scores: Bool) -> Bool {
+            let close = { (candidate: (Int, Double, Rect)) in candidate.0 == classIndex && (!scores || abs(candidate.1 - score) <= scoreTolerance) }
+            return other.contains { close($0) && iou($0.2, box) >= minimumIoU }
+                || !exact && other.contains { close($0) && abs($0.1 - score) <= scoreTolerance && iou($0.2, box) > 0.45 }
+        }
+        var compared = 0, misses: [String] = []
+        for (classIndex, score, box) in expected where score >= 0.3 {
+            if !twinned(classIndex, score, box, in: found, scores: true) { misses.append("peer's class \(classIndex) \(score) at \(box) has no twin") }
+            compared += 1
+        }
+        for (classIndex, score, box) in found where score >= 0.3 {
+            if !twinned(classIndex, score, box, in: expected, scores: false) { misses.append("Spotter's class \(classIndex) \(score) at \(box) is not in the peer's") }
+            compared += 1
+        }
+        return (compared, misses)
     }
 
     @Test func cupOnCoffeeIsLabelledFromCOCOsEightyClasses() throws {
