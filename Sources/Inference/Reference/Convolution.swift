@@ -439,6 +439,7 @@ final class FullyConnected: Kernel {
             } else {
                 guard Set(zeros).count <= 1 else { throw ctx.fail("weights that are activations need one zero point, not one per unit") }
                 guard inputSize < 1 << 15 else { throw ctx.fail("\(inputSize) inputs per unit are beyond the 32,767 an exact int32 sum allows") }
+                guard units * inputSize <= 1 << 27 else { throw ctx.fail("weights of \(units * inputSize) elements are beyond the 2^27 Spotter lays out") }
                 filter = nil
                 if type == .int8, !ctx.isCheckingOnly { weightScratch = [Int16](repeating: 0, count: units * inputSize) }
             }

@@ -227,6 +227,8 @@ final class BatchMatMul: RowKernel {
         } else {
             (requant, leftZero, rightZero) = (nil, 0, 0)
         }
+        // The copy of B is checked before it is allocated (a file's shapes can claim anything).
+        guard rightBatches * k * n <= 1 << 27 else { throw ctx.fail("B of \(rightBatches * k * n) elements is beyond the 2^27 Spotter lays out") }
         if !ctx.isCheckingOnly {
             if type == .int8 { rightInt16 = [Int16](repeating: 0, count: rightBatches * k * n) }
             else if adjointY { rightFloat = [Float](repeating: 0, count: rightBatches * k * n) }
