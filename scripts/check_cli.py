@@ -194,7 +194,9 @@ shared = os.path.join(os.path.dirname(root), "shared")
 faces_dir = os.path.join(shared, "images", "faces")
 blazeface = os.path.join(shared, "models", "blazeface-short-range", "face_detection_short_range.tflite")
 report = json.loads(subprocess.run([spotter, "inspect", blazeface, "--json"], check=True, capture_output=True, text=True).stdout)
-check(report["runnable"] and report["detectionLayout"].startswith("BlazeFace [1, 896, 16]"), "inspect runs BlazeFace (float16 weights) and names its layout")
+check(report["runnable"] and report["detectionLayout"].startswith("BlazeFace") and "[1, 896, 16]" in report["detectionLayout"]
+      and "(RGB scaled" not in report.get("inputScaling", "") and "127.5" in report.get("inputScaling", ""),
+      f"inspect runs BlazeFace (float16 weights), names its layout and its input scaling ({report['detectionLayout']}; {report.get('inputScaling')})")
 detected = json.loads(subprocess.run([spotter, "detect", os.path.join(faces_dir, "two_people.jpg"), "--model", blazeface, "--format", "json"],
                                      check=True, capture_output=True, text=True).stdout)
 check(len(detected["detections"]) == 2 and all(d["label"] == "face" and len(d["keypoints"]) == 6 for d in detected["detections"]),
