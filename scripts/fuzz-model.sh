@@ -34,7 +34,7 @@ flags=(-sanitize=fuzzer,address -parse-as-library -O -wmo -g -package-name Spott
 } 2>"$out/build.log" < /dev/null || { cat "$out/build.log" >&2; exit 1; } &
 printf 'module CKernels {\n  header "%s/Sources/CKernels/include/spotter_kernels.h"\n  export *\n}\n' "$PWD" > "$out/obj/ckernels.modulemap"
 wait $! || exit 1
-for f in Tests/Fixtures/ops/*/model.tflite Tests/Fixtures/metadata/*.tflite Tests/Fixtures/invalid/*.tflite ../shared/models/*/*.tflite; do
+for f in Tests/Fixtures/ops/*/model.tflite Tests/Fixtures/metadata/*.tflite Tests/Fixtures/invalid/*.tflite Tests/Fixtures/models/*/*.tflite ../shared/models/*/*.tflite; do
   [ -f "$f" ] && cp "$f" "$out/corpus/$(echo "$f" | tr '/' '_')"
 done
 log="$out/last-run.log"
@@ -46,4 +46,16 @@ set -e
 executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 crashes=$(find "$out/crashes" -type f -newer "$out/model" | wc -l)
 echo "fuzzed model files for ${seconds}s: ${executions:-?} inputs, $crashes crashing, hanging or over-allocating (log: $log)"
+if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
+  # What libFuzzer and AddressSanitizer said about the input, so that a failed CI run can be read
+  # without the machine it ran on.
+  echo "--- the report (from $log) ---"
+  sed -n '/==ERROR\|ALARM\|out-of-memory\|Fatal error\|deadly signal\|SUMMARY/,$p' "$log" | grep -v '^#[0-9]' | head -80
+  for f in $(find "$out/crashes" -type f -newer "$out/model"); do
+    size=$(gzip -9 -c "$f" | wc -c)
+    echo "--- $f: $(stat -c %s "$f") bytes, $size gzipped ---"
+    # Small enough to carry in a log: `base64 -d | gunzip > crash.tflite` gives the input back.
+    if [ "$size" -le 65536 ]; then gzip -9 -c "$f" | base64 -w 120; fi
+  done
+fi
 [ "$status" -eq 0 ] && [ "$crashes" -eq 0 ]

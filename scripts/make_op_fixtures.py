@@ -879,6 +879,14 @@ def write_invalid_models():
             [0, 1], [2], [(Op.CONCATENATION, None, [0, 1], [2], Opt.ConcatenationOptions, options("ConcatenationOptions", Axis=1), None)]),
         "logistic_extreme_scales.tflite": build([T([4], TT.UINT8, **u8(scale=3e38)), T([4], TT.UINT8, **u8(scale=1e-45, zp=0))], [0], [1],
                                                 [(Op.LOGISTIC, None, [0], [1], 0, None, None)]),
+        # Small inputs whose broadcast is 2^28 elements: the offset tables (8 bytes an element, 2 GiB)
+        # were allocated before the output's size was checked, for ADD and for BATCH_MATMUL's batches.
+        "add_broadcast_bomb.tflite": build(
+            [T([16384, 1], TT.UINT8, **u8()), T([1, 16384], TT.UINT8, **u8()), T([16384, 16384], TT.UINT8, **u8())], [0, 1], [2],
+            [(Op.ADD, None, [0, 1], [2], Opt.AddOptions, options("AddOptions"), None)]),
+        "batch_matmul_broadcast_bomb.tflite": build(
+            [T([16384, 1, 1, 1], TT.FLOAT32), T([1, 16384, 1, 1], TT.FLOAT32), T([16384, 16384, 1, 1], TT.FLOAT32)], [0, 1], [2],
+            [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, options("BatchMatMulOptions"), None)]),
     })
     for name, data in models.items():
         with open(os.path.join(folder, name), "wb") as f:

@@ -73,6 +73,27 @@ import TFLiteFormat
         }
     }
 
+    /// Inputs of a few bytes whose broadcast is 2^28 elements (an ADD, and BATCH_MATMUL's batch
+    /// dimensions): their offset tables would take 2 GiB. Checking, as a server does with a
+    /// stranger's model, makes no tables and refuses the arena; preparing refuses the tables by
+    /// their size before allocating them.
+    @Test(arguments: ["add_broadcast_bomb", "batch_matmul_broadcast_bomb"])
+    func broadcastTablesAreBoundedBeforeTheyAreAllocated(name: String) throws {
+        let model = try Self.model(name)
+        do {
+            _ = try Interpreter.check(model, maxArenaBytes: 256 << 20)
+            Issue.record("\(name) passed the check")
+        } catch InterpreterError.arenaTooLarge(let bytes, _) {
+            #expect(bytes >= 1 << 28)
+        }
+        do {
+            _ = try Interpreter(model: model, options: .init(threadCount: 1, backend: .reference))
+            Issue.record("\(name) was prepared")
+        } catch let error as InterpreterError {
+            #expect("\(error)".contains("broadcast to more than the \(1 << 26) elements"), "\(error)")
+        }
+    }
+
     /// Every hostile fixture (the ones above, and inputs the fuzzer found: `fuzz_*`) reads, checks
     /// and prepares on both backends, or throws; none traps.
     @Test func everyHostileFixtureLoadsOrThrows() throws {

@@ -8,6 +8,10 @@ struct Broadcast {
     let rightOffsets: [Int32]
     let isElementwise: Bool
 
+    /// Output elements a broadcast table may cover (two Int32 tables: 512 MiB at most). A file's
+    /// shapes can claim anything, so the size is checked before the tables are allocated.
+    static let maxTableElements = 1 << 26
+
     /// Without `tables` only the output shape is computed (the offsets stay empty: checking only).
     init(_ left: [Int], _ right: [Int], tables: Bool = true) throws {
         let rank = max(left.count, right.count)
@@ -34,8 +38,15 @@ struct Broadcast {
             }
             return result
         }
+        var total = 1
+        for dimension in shape {
+            let (product, overflow) = total.multipliedReportingOverflow(by: dimension)
+            guard !overflow, dimension >= 0, product <= Self.maxTableElements else {
+                throw BroadcastError(left: left, right: right, tooLarge: true)
+            }
+            total = product
+        }
         let sa = strides(a), sb = strides(b)
-        let total = shape.reduce(1, *)
         var la = [Int32](repeating: 0, count: total), lb = [Int32](repeating: 0, count: total)
         // Walks the output in order, moving both offsets with the index (a pass over millions of
         // elements for the broadcasts of a PReLU-heavy face model).
@@ -71,16 +82,33 @@ struct Broadcast {
 struct BroadcastError: Error {
     let left: [Int]
     let right: [Int]
+    /// The shapes broadcast, to more elements than ``Broadcast/maxTableElements``.
+    var tooLarge = false
+
+    var reason: String {
+        tooLarge ? "shapes \(left) and \(right) broadcast to more than the \(Broadcast.maxTableElements) elements Spotter indexes"
+            : "shapes \(left) and \(right) do not broadcast"
+    }
 }
 
 extension Broadcast {
     /// The broadcast of a binary operator's two inputs; sets the output's shape.
     init(binary ctx: PrepareContext) throws {
         let left = ctx.shape(ctx.input(0)), right = ctx.shape(ctx.input(1))
-        do { try self.init(left, right, tables: !ctx.isCheckingOnly) } catch {
-            throw ctx.fail("shapes \(left) and \(right) do not broadcast")
-        }
-        try ctx.setShape(ctx.output(0), outputShape)
+        // The output's shape is checked (setShape) before any table is made for it.
+        let checked = try Self(checking: ctx, left, right)
+        try ctx.setShape(ctx.output(0), checked.outputShape)
+        self = ctx.isCheckingOnly ? checked : try Self(tables: ctx, left, right)
+    }
+
+    /// The output shape of `left` and `right`, without tables.
+    init(checking ctx: PrepareContext, _ left: [Int], _ right: [Int]) throws {
+        do { try self.init(left, right, tables: false) } catch let error as BroadcastError { throw ctx.fail(error.reason) }
+    }
+
+    /// The broadcast with its tables (their size checked first).
+    init(tables ctx: PrepareContext, _ left: [Int], _ right: [Int]) throws {
+        do { try self.init(left, right) } catch let error as BroadcastError { throw ctx.fail(error.reason) }
     }
 }
 

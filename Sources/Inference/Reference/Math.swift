@@ -148,11 +148,16 @@ final class Reduce: Kernel {
         guard total <= Self.maxElements else {
             throw ctx.fail("reduces \(total) elements; Spotter prepares at most \(Self.maxElements)")
         }
+        guard !ctx.isCheckingOnly else {
+            targets = []
+            return
+        }
+        let reduced = shape.indices.map(axes.contains)
         var targets = [Int32](repeating: 0, count: total)
         var index = [Int](repeating: 0, count: shape.count)
         for flat in 0..<total {
             var offset = 0
-            for d in shape.indices { offset = offset * kept[d] + (axes.contains(d) ? 0 : index[d]) }
+            for d in shape.indices { offset = offset * kept[d] + (reduced[d] ? 0 : index[d]) }
             targets[flat] = Int32(offset)
             var d = shape.count - 1
             while d >= 0 {
@@ -209,10 +214,11 @@ final class BatchMatMul: RowKernel {
         guard ak == bk else { throw ctx.fail("inner dimensions \(ak) and \(bk) differ (\(a) x \(b))") }
         (m, k, n, self.adjointX, self.adjointY) = (am, ak, bn, adjointX, adjointY)
         guard k < 1 << 15 else { throw ctx.fail("inner dimension \(k) is beyond the 32,767 an exact int32 sum allows") }
-        do { batches = try Broadcast(Array(a.dropLast(2)), Array(b.dropLast(2))) } catch {
-            throw ctx.fail("batch dimensions of \(a) and \(b) do not broadcast")
-        }
-        try ctx.setShape(output, batches.outputShape + [m, n])
+        // The output's shape is checked before the batch tables are made (only to run).
+        let (aBatch, bBatch) = (Array(a.dropLast(2)), Array(b.dropLast(2)))
+        let checked = try Broadcast(checking: ctx, aBatch, bBatch)
+        try ctx.setShape(output, checked.outputShape + [m, n])
+        batches = ctx.isCheckingOnly ? checked : try Broadcast(tables: ctx, aBatch, bBatch)
         rightBatches = b.dropLast(2).reduce(1, *)
         if type == .int8 {
             let (leftScale, leftZero) = try ctx.quantized(left), (rightScale, rightZero) = try ctx.quantized(right)
