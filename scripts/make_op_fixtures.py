@@ -465,6 +465,7 @@ def main():
     # reshaped into the output, so a detector's input scaling shows in the boxes and scores.
     save("reshape_float32_yolo_layout_from_input", [T([1, 2, 21, 3], TT.FLOAT32), i32([1, 6, 21]), T([1, 6, 21], TT.FLOAT32)],
          [0], [2], [(Op.RESHAPE, None, [0, 1], [2], 0, None, None)])
+    hybrid_convolutions()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -820,6 +821,42 @@ def activation_weight_cases():
                                 ("batch_matmul_int8_adjoint_x", [2, 32, 21], [2, 32, 18], [2, 21, 18], {"AdjX": True})]:
         save(name, [T(a, TT.INT8, **qa), T(b, TT.INT8, **qb), T(out, TT.INT8, scale=0.8, zp=-3)], [0, 1], [2],
              [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, bm(**kw), None)])
+
+
+def hybrid_convolutions():
+    """Hybrid CONV_2D (float input and output, int8 weights with a scale per output channel, float
+    bias), as dynamic-range exports (MobileFaceNet's, YOLO's) hold them (appended last so the cases
+    above keep their random inputs): a 3x3 over RGB with padding, a 1x1 at stride 1 with PReLU-like
+    ranges (inputs mostly negative), a strided 3x3 with RELU6 over channels past a block of 32."""
+    for name, shape, cout, k, stride, padding, act, low in [
+            ("conv2d_hybrid_3x3_rgb_same", [1, 11, 13, 3], 16, 3, 1, Padding.SAME, Act.NONE, -3),
+            ("conv2d_hybrid_1x1_c64_to_40_mostly_negative", [1, 7, 9, 64], 40, 1, 1, Padding.VALID, Act.NONE, -5),
+            ("conv2d_hybrid_3x3_s2_c20_to_36_relu6", [2, 9, 9, 20], 36, 3, 2, Padding.SAME, Act.RELU6, -1)]:
+        cin = shape[3]
+        weights = rng.normal(0, 0.3, [cout, k, k, cin]).astype(np.float32)
+        scales = (np.abs(weights).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+        quantized = np.clip(np.round(weights / scales[:, None, None, None]), -127, 127).astype(np.int8)
+        filt = T([cout, k, k, cin], TT.INT8, data=quantized, scale=scales, zp=np.zeros(cout, np.int64), qdim=0)
+        bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.5, [cout]).astype(np.float32))
+        h = (shape[1] + stride - 1) // stride if padding == Padding.SAME else shape[1] - k + 1
+        w = (shape[2] + stride - 1) // stride if padding == Padding.SAME else shape[2] - k + 1
+        opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act)
+        inp = T(shape, TT.FLOAT32)
+        # Inputs from `low` to 3: the range the input's quantization must cover.
+        tensors = [inp, filt, bias, T([shape[0], h, w, cout], TT.FLOAT32)]
+        save(name, tensors, [0], [3], [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
+        # random_input draws from -3 to 3; shift this case's input to its range and save again.
+        folder = os.path.join(OUT, name)
+        value = np.load(os.path.join(folder, "input0.npy"))
+        value = (low + (value + 3) * (3 - low) / 6).astype(np.float32)
+        np.save(os.path.join(folder, "input0.npy"), value)
+        for resolver, prefix in [(OpResolverType.BUILTIN_REF, "output"), (None, "xnnpack_output")]:
+            interpreter = Interpreter(model_path=os.path.join(folder, "model.tflite"), num_threads=1,
+                                      **({"experimental_op_resolver_type": resolver} if resolver else {}))
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
+            interpreter.invoke()
+            np.save(os.path.join(folder, f"{prefix}0.npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
 
 
 def write_invalid_models():

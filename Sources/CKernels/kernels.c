@@ -131,7 +131,7 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
 typedef struct {
     const spotter_conv* conv;
     const uint8_t* input;
-    uint8_t* output;
+    void* output;
     int32_t rows;
     int32_t rows_per_task;
 } task_context;
@@ -193,7 +193,20 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
         const __m512i acc[MR][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}, {a60, a61}, {a70, a71}};
         for (int r = 0; r < MR && m + r < end - begin; r++) {
             const __m512i sum = _mm512_set1_epi32(flip ? 0 : sums[m + r]);
-            uint8_t* out = t->output + (size_t)(begin + m + r) * c->out_c + n0;
+            const size_t offset = (size_t)(begin + m + r) * c->out_c + n0;
+            if (c->out_bias) {
+                // Float output: the sums scaled by both scales, the float bias added, clamped.
+                float* out = (float*)t->output + offset;
+                for (int h = 0; h < halves; h++) {
+                    if (!store_mask[h]) continue;
+                    const __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
+                    __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), scale[h], _mm512_loadu_ps(c->out_bias + n0 + 16 * h));
+                    f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->out_min_f)), _mm512_set1_ps(c->out_max_f));
+                    _mm512_mask_storeu_ps(out + 16 * h, store_mask[h], f);
+                }
+                continue;
+            }
+            uint8_t* out = (uint8_t*)t->output + offset;
             for (int h = 0; h < halves; h++) {
                 if (!store_mask[h]) continue;
                 __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
@@ -274,11 +287,42 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
 TARGET static void conv_task_unsigned(void* opaque, size_t task) { conv_task(opaque, task, 0); }
 TARGET static void conv_task_signed(void* opaque, size_t task) { conv_task(opaque, task, (int32_t)0x80808080); }
 
-void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool) {
+void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, void* output, pthreadpool_t pool) {
     task_context context = {conv, input, output, conv->batches * conv->out_h * conv->out_w,
                             conv->direct ? MAX_ROWS_PER_TASK : task_rows(conv->k4)};
     const size_t tasks = (size_t)((context.rows + context.rows_per_task - 1) / context.rows_per_task);
     pthreadpool_parallelize_1d(pool, conv->a_flip ? conv_task_signed : conv_task_unsigned, &context, tasks, 0);
+}
+
+TARGET void spotter_min_max_f32(const float* x, size_t count, float* min, float* max) {
+    __m512 low = _mm512_set1_ps(x[0]), high = low;
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        low = _mm512_min_ps(low, v);
+        high = _mm512_max_ps(high, v);
+    }
+    if (i < count) {
+        // The tail's missing lanes take x[0], which is already counted.
+        const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(x[0]), (__mmask16)((1u << (count - i)) - 1), x + i);
+        low = _mm512_min_ps(low, v);
+        high = _mm512_max_ps(high, v);
+    }
+    *min = _mm512_reduce_min_ps(low);
+    *max = _mm512_reduce_max_ps(high);
+}
+
+TARGET void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero) {
+    const __m512 scale = _mm512_set1_ps(inverse_scale);
+    const __m512i offset = _mm512_set1_epi32(zero), lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+    for (size_t i = 0; i < count; i += 16) {
+        const __mmask16 live = count - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (count - i)) - 1);
+        const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, x + i), scale);
+        // NaN converts to INT32_MIN and clamps to -128; its product is meaningless anyway.
+        __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), offset);
+        q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+        _mm_mask_storeu_epi8(y + i, live, _mm512_cvtepi32_epi8(q));
+    }
 }
 
 typedef struct {

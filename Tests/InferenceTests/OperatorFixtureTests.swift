@@ -108,6 +108,26 @@ import TFLiteFormat
         #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
     }
 
+    /// Whether this machine's CPU reports AVX-512 VNNI (read from /proc/cpuinfo, not from Spotter).
+    static let cpuHasVNNI = ((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? "")
+        .split(separator: "\n").first { $0.hasPrefix("flags") }?.split(separator: " ").contains("avx512_vnni") ?? false
+
+    /// Hybrid CONV_2D (float input, int8 weights: dynamic-range exports) quantizes each picture of its
+    /// input at every run as LiteRT's reference kernel does, on both backends, so the outputs agree
+    /// with it to float rounding (LiteRT's own XNNPACK path quantizes differently on the mostly
+    /// negative case); where the CPU has VNNI the fast path multiplies on the VNNI kernel.
+    @Test("hybrid convolutions agree with LiteRT's reference kernel on both backends", arguments: [
+        "conv2d_hybrid_3x3_rgb_same", "conv2d_hybrid_1x1_c64_to_40_mostly_negative", "conv2d_hybrid_3x3_s2_c20_to_36_relu6",
+    ])
+    func hybridConvolutionsQuantizeTheirInputAsLiteRT(_ name: String) throws {
+        let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output0.npy")).values(as: Float.self)
+        for backend in Interpreter.Options.Backend.allCases {
+            let interpreter = try Self.run(name, backend)
+            expectClose(try interpreter.output(at: 0).values(as: Float.self), expected, relative: 1e-5, "\(name) on \(backend)")
+            if backend == .xnnpack, Self.cpuHasVNNI { #expect(try interpreter.profile(runs: 1).map(\.backend) == ["vnni"], "\(name)") }
+        }
+    }
+
     /// TensorFlow's six-operator PReLU (MobileFaceNet) is one pass at its ADD on the fast path,
     /// unless something else reads an intermediate; either way the bytes are LiteRT's XNNPACK bytes.
     @Test("a PReLU's six operators become one pass only when nothing else reads their intermediates", arguments: [

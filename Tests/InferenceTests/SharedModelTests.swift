@@ -62,25 +62,28 @@ import TFLiteFormat
 }
 
 /// MobileFaceNet (hybrid: float activations, int8 weights; ABS, L2_NORMALIZATION) against LiteRT's
-/// embeddings of the shared face photos. Spotter dequantizes the weights once and convolves in
-/// float; LiteRT's reference path quantizes the activations of each hybrid convolution, its
-/// XNNPACK path does not, so LiteRT's two paths differ by a little themselves.
+/// embeddings of the shared face photos. Both of Spotter's backends quantize each hybrid
+/// convolution's input at every run as LiteRT's reference kernel does (the single-layer fixtures
+/// `conv2d_hybrid_*` agree with it to float rounding); over a whole model a rounding that differs by
+/// one ulp in one layer moves a value across a quantization step in the next, so whole embeddings
+/// differ by such steps, as LiteRT's own two paths (reference and XNNPACK) differ from each other.
 @Suite struct EmbeddingModelTests {
     static let faces = ["grace_hopper", "obama"]
 
-    static func cosine(_ a: [Float], _ b: [Float]) -> Float {
-        let dot = zip(a, b).reduce(0) { $0 + $1.0 * $1.1 }
-        let norms = (a.reduce(0) { $0 + $1 * $1 } * b.reduce(0) { $0 + $1 * $1 }).squareRoot()
-        return dot / max(norms, 1e-12)
+    /// The angle between two vectors, in radians.
+    static func angle(_ a: [Float], _ b: [Float]) -> Double {
+        let dot = zip(a, b).reduce(0) { $0 + Double($1.0) * Double($1.1) }
+        let norms = (a.reduce(0) { $0 + Double($1) * Double($1) } * b.reduce(0) { $0 + Double($1) * Double($1) }).squareRoot()
+        return acos(min(1, max(-1, dot / max(norms, 1e-12))))
     }
 
-    @Test("embeddings match LiteRT's as closely as LiteRT's two paths match each other", arguments: faces)
+    @Test("embeddings are as close to LiteRT's as LiteRT's two paths are to each other", arguments: faces)
     func embeddingsMatchLiteRT(_ face: String) throws {
         let folder = Fixtures.generated.appendingPathComponent("models/mobilefacenet/\(face)")
         let model = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/mobilefacenet/mobile_face_net.tflite"))
         let ref = try Fixtures.npy(folder.appendingPathComponent("ref.npy")).values(as: Float.self)
         let fast = try Fixtures.npy(folder.appendingPathComponent("xnnpack.npy")).values(as: Float.self)
-        let litert = Self.cosine(ref, fast)
+        let litert = Self.angle(ref, fast)
         for backend in [Interpreter.Options.Backend.reference, .xnnpack] {
             let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend))
             try interpreter.copy(try Fixtures.npy(folder.appendingPathComponent("input.npy")).data, toInputAt: 0)
@@ -89,11 +92,12 @@ import TFLiteFormat
             #expect(output.count == 128)
             let length = output.reduce(0) { $0 + $1 * $1 }.squareRoot()
             #expect(abs(length - 1) < 1e-4, "L2_NORMALIZATION gives unit length, got \(length)")
-            let toFast = Self.cosine(output, fast), toRef = Self.cosine(output, ref)
-            // Spotter is at least as close to each LiteRT path as those paths are to each other
-            // (0.9994-0.9996 on these faces: both LiteRT paths quantize the activations).
-            #expect(toFast >= litert - 1e-4 && toRef >= litert - 1e-4 && litert > 0.999,
-                    "\(backend): cosine \(toFast) to LiteRT XNNPACK, \(toRef) to LiteRT reference (LiteRT's paths: \(litert))")
+            let toFast = Self.angle(output, fast), toRef = Self.angle(output, ref)
+            // Spotter's steps are an error of the same kind as the one between LiteRT's paths: its
+            // angle to each path is at most twice theirs (0.02-0.04 rad on these faces; a face
+            // recogniser's match threshold is about 1 rad).
+            #expect(toFast <= 2 * litert + 1e-3 && toRef <= 2 * litert + 1e-3 && litert < 0.05,
+                    "\(backend): \(toFast) rad from LiteRT XNNPACK, \(toRef) from LiteRT reference (LiteRT's paths: \(litert))")
         }
     }
 }

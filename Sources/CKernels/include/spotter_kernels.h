@@ -64,13 +64,26 @@ typedef struct spotter_conv {
     const int32_t* col_factor;   ///< per channel, padded to a multiple of 32
     const int32_t* col_const;
     const float* scale;          ///< input_scale * w_scale[n] / output_scale per channel
+    /// NULL for an 8-bit output. Otherwise the output is float (hybrid weights over an input
+    /// quantized at run time): float(acc + col_const[n]) * scale[n] + out_bias[n] clamped to
+    /// [out_min_f, out_max_f], with scale[n] = input_scale * w_scale[n]; out_bias padded as col_const.
+    const float* out_bias;
+    float out_min_f, out_max_f;
 } spotter_conv;
 
 /// Bytes of im2col rows one task of spotter_conv_run keeps on its stack, at most.
 #define SPOTTER_CONV_MAX_TASK_BYTES (96 * 1024)
 
 /// Runs the convolution; rows of the output are split across the pool's threads (pool may be NULL).
-void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, uint8_t* output, pthreadpool_t pool);
+/// `output` holds bytes, or floats when conv->out_bias is set.
+void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, void* output, pthreadpool_t pool);
+
+/// The smallest and largest of `count` floats (count > 0), on AVX-512 (VNNI machines).
+void spotter_min_max_f32(const float* x, size_t count, float* min, float* max);
+
+/// y = clamp(rint(x * inverse_scale) + zero, -128, 127) for `count` floats, on AVX-512, rounding to
+/// nearest even (a NaN, or a product beyond int32, gives -128 or 127: never out of range).
+void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero);
 
 /// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads
 /// (64 bytes per step with AVX-512 VBMI where the CPU has it).

@@ -110,4 +110,15 @@ extension PrepareContext {
               let q = quantization(filter), type == .uint8 ? q.scales.count == 1 : q.zeroPoints.allSatisfy({ $0 == 0 }) else { return nil }
         return shape(filter).dropFirst().reduce(1, *)
     }
+
+    /// The receptive field of a hybrid CONV_2D the VNNI kernel can run (float input and output,
+    /// constant int8 weights with zero points 0, a constant float bias), or nil.
+    var hybridConvolutionField: Int? {
+        let input = self.input(0), filter = self.input(1)
+        guard isHybrid(input: input, weights: filter), type(filter) == .int8, type(output(0)) == .float32,
+              shape(input).count == 4, shape(filter).count == 4, shape(input).reduce(1, *) > 0,
+              !hasInput(2) || (isConstant(self.input(2)) && type(self.input(2)) == .float32),
+              let q = quantization(filter), !q.scales.isEmpty, q.zeroPoints.allSatisfy({ $0 == 0 }) else { return nil }
+        return shape(filter).dropFirst().reduce(1, *)
+    }
 }

@@ -8,6 +8,11 @@ import TFLiteFormat
 /// are not whole groups of 4 bytes, and at the edges), requantized in float as XNNPACK does, so it agrees with
 /// LiteRT's default XNNPACK path. Used by the XNNPACK backend on CPUs with VNNI, which Debian's
 /// XNNPACK (2022) does not use.
+///
+/// Also hybrid CONV_2D (float input and output, int8 weights with per-channel scales: dynamic-range
+/// exports such as MobileFaceNet's), as LiteRT's fast path runs it: the input is quantized at each
+/// run (int8, one asymmetric scale over the tensor, from its range), multiplied in int8 and the sums
+/// scaled back to float with the bias added.
 final class VNNIConvolution: Kernel {
     /// Constants were copied or packed at load.
     var readsConstantInputs: Bool { false }
@@ -23,28 +28,38 @@ final class VNNIConvolution: Kernel {
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
     private let packed: UnsafeMutableBufferPointer<Int8>
     private let columns: UnsafeMutableBufferPointer<Int32>
+    private let hybrid: Hybrid?
+
+    /// What a hybrid convolution keeps to quantize its input at each run.
+    private struct Hybrid {
+        /// One picture of the input quantized, as the kernel reads it.
+        let quantized: UnsafeMutableBufferPointer<Int8>
+        let batches: Int
+        /// Per channel: the sum of its weights and its weight scale.
+        let weightSums: [Int32]
+        let weightScales: [Float]
+        /// The float bias, padded like the columns.
+        let bias: UnsafeMutableBufferPointer<Float>
+    }
 
     /// Returns nil for convolutions the kernel does not cover: other types, non-constant weights,
     /// uint8 weights with several scales, int8 weights with zero points, receptive fields longer
     /// than ``maximumFieldLength``.
     static func make(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws -> VNNIConvolution? {
         // The field is read in groups of 4 bytes.
-        guard isAvailable, let field = ctx.eightBitConvolutionField, (field + 3) / 4 * 4 <= maximumFieldLength else { return nil }
-        return try VNNIConvolution(ctx, pool: pool, options: options)
+        guard isAvailable, let field = ctx.eightBitConvolutionField ?? ctx.hybridConvolutionField,
+              (field + 3) / 4 * 4 <= maximumFieldLength else { return nil }
+        return try VNNIConvolution(ctx, pool: pool, options: options, hybrid: ctx.type(ctx.input(0)) == .float32)
     }
 
-    private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions) throws {
+    private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions, hybrid isHybrid: Bool) throws {
         input = ctx.input(0)
         output = ctx.output(0)
         self.pool = pool
         let filter = ctx.input(1)
-        let signed = ctx.type(input) == .int8
+        let signed = isHybrid || ctx.type(input) == .int8
         let g = try WindowGeometry(convolution: ctx, options: options, depthwise: false)
         let channels = g.outputChannels
-        let (requant, zeros) = try convolutionRequantization(
-            ctx, input: input, filter: filter, output: output, channels: channels, activation: options.activation)
-        let (inputScale, inputZero) = try ctx.quantized(input)
-        let outputScale = try ctx.quantized(output).scale
         guard let q = ctx.quantization(filter), q.scales.count == 1 || q.scales.count == channels else {
             throw ctx.fail("filter has no scale per channel for \(channels) channels")
         }
@@ -56,8 +71,6 @@ final class VNNIConvolution: Kernel {
         guard weights.count == channels * k else {
             throw ctx.fail("filter shape \(ctx.shape(filter)) does not hold \(channels) channels of \(k)")
         }
-        let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: channels)
-        guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
 
         let direct = g.filterHeight == 1 && g.filterWidth == 1 && g.strideHeight == 1 && g.strideWidth == 1
             && g.padTop == 0 && g.padLeft == 0 && g.inputChannels % 4 == 0
@@ -68,44 +81,70 @@ final class VNNIConvolution: Kernel {
         let padded = (channels + nr - 1) / nr * nr
         packed = .allocate(capacity: padded * k4)
         packed.initialize(repeating: 0)
+        var weightSums = [Int32](repeating: 0, count: channels)
         for n in 0..<channels {
             let block = n / nr, lane = n % nr
             for kk in 0..<k {
                 // Filter rows padded to rowStride bytes, or packed densely.
                 let position = layout.rowStride > 0 ? kk / rowLength * layout.rowStride + kk % rowLength : kk
                 packed[((block * (k4 / 4) + position / 4) * nr + lane) * 4 + position % 4] = Int8(truncatingIfNeeded: weights[n * k + kk])
+                weightSums[n] &+= weights[n * k + kk]
             }
         }
         // Per-channel columns: factor and constant (Int32), then the float scale's bits.
         columns = .allocate(capacity: 3 * padded)
         columns.initialize(repeating: 0)
-        for n in 0..<channels {
-            var packedSum: Int32 = 0
-            for kk in 0..<k { packedSum &+= weights[n * k + kk] }
-            if signed {
-                // dot(x + 128, w) - (128 + x_zero) * sum(w) = dot(x - x_zero, w).
-                columns[padded + n] = bias[n] &- (128 &+ inputZero) &* packedSum
-            } else {
-                // sum(w - w_zero) = sum(w - 128) + k * (128 - w_zero).
-                let zero = zeros[n]
-                columns[n] = 128 - zero
-                columns[padded + n] = bias[n] &- inputZero &* (packedSum &+ Int32(k) &* (128 - zero))
-            }
-            // XNNPACK's requantization scale, in float.
-            let scale = inputScale * q.scales[q.scales.count == 1 ? 0 : n] / outputScale
-            columns[2 * padded + n] = Int32(bitPattern: scale.bitPattern)
-        }
         conv = spotter_conv(
             batches: Int32(g.batches), in_h: Int32(g.inputHeight), in_w: Int32(g.inputWidth), in_c: Int32(g.inputChannels),
             out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth), out_c: Int32(channels),
             k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
             dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
-            k: Int32(k), k4: Int32(k4), direct: direct ? 1 : 0, row_stride: Int32(layout.rowStride), in_zero: inputZero,
-            a_flip: signed ? Int32(bitPattern: 0x8080_8080) : 0,
-            out_zero: requant.outputZeroPoint, out_min: requant.min, out_max: requant.max,
+            k: Int32(k), k4: Int32(k4), direct: direct ? 1 : 0, row_stride: Int32(layout.rowStride), in_zero: 0,
+            a_flip: signed ? Int32(bitPattern: 0x8080_8080) : 0, out_zero: 0, out_min: 0, out_max: 0,
             packed: UnsafePointer(packed.baseAddress), col_factor: UnsafePointer(columns.baseAddress),
             col_const: UnsafePointer(columns.baseAddress! + padded),
-            scale: UnsafeRawPointer(columns.baseAddress! + 2 * padded).assumingMemoryBound(to: Float.self))
+            scale: UnsafeRawPointer(columns.baseAddress! + 2 * padded).assumingMemoryBound(to: Float.self),
+            out_bias: nil, out_min_f: 0, out_max_f: 0)
+
+        if isHybrid {
+            let bias = UnsafeMutableBufferPointer<Float>.allocate(capacity: padded)
+            bias.initialize(repeating: 0)
+            if ctx.hasInput(2) {
+                let values = try ctx.constant(ctx.input(2), as: Float.self)
+                guard values.count == channels else { throw ctx.fail("bias has \(values.count) values for \(channels) channels") }
+                for n in 0..<channels { bias[n] = values[n] }
+            }
+            let quantized = UnsafeMutableBufferPointer<Int8>.allocate(capacity: g.inputHeight * g.inputWidth * g.inputChannels)
+            quantized.initialize(repeating: 0)
+            conv.batches = 1
+            hybrid = Hybrid(quantized: quantized, batches: g.batches, weightSums: weightSums,
+                            weightScales: (0..<channels).map { q.scales[q.scales.count == 1 ? 0 : $0] }, bias: bias)
+            let range = FixedPoint.activationRange(options.activation)
+            (conv.out_bias, conv.out_min_f, conv.out_max_f) = (UnsafePointer(bias.baseAddress), range.min, range.max)
+            return
+        }
+        hybrid = nil
+        let (requant, zeros) = try convolutionRequantization(
+            ctx, input: input, filter: filter, output: output, channels: channels, activation: options.activation)
+        let (inputScale, inputZero) = try ctx.quantized(input)
+        let outputScale = try ctx.quantized(output).scale
+        let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Int32.self) : [Int32](repeating: 0, count: channels)
+        guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+        for n in 0..<channels {
+            if signed {
+                // dot(x + 128, w) - (128 + x_zero) * sum(w) = dot(x - x_zero, w).
+                columns[padded + n] = bias[n] &- (128 &+ inputZero) &* weightSums[n]
+            } else {
+                // sum(w - w_zero) = sum(w - 128) + k * (128 - w_zero).
+                let zero = zeros[n]
+                columns[n] = 128 - zero
+                columns[padded + n] = bias[n] &- inputZero &* (weightSums[n] &+ Int32(k) &* (128 - zero))
+            }
+            // XNNPACK's requantization scale, in float.
+            let scale = inputScale * q.scales[q.scales.count == 1 ? 0 : n] / outputScale
+            columns[2 * padded + n] = Int32(bitPattern: scale.bitPattern)
+        }
+        (conv.in_zero, conv.out_zero, conv.out_min, conv.out_max) = (inputZero, requant.outputZeroPoint, requant.min, requant.max)
     }
 
     /// How the kernel reads receptive fields: `rowStride` > 0, each filter row in place, padded to a
@@ -126,11 +165,38 @@ final class VNNIConvolution: Kernel {
     deinit {
         packed.deallocate()
         columns.deallocate()
+        hybrid?.quantized.deallocate()
+        hybrid?.bias.deallocate()
     }
 
     func run(_ memory: TensorMemory) {
-        withUnsafePointer(to: &conv) { conv in
-            spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.active)
+        guard let hybrid else {
+            withUnsafePointer(to: &conv) { conv in
+                spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.active)
+            }
+            return
+        }
+        // Each picture of the batch is quantized on its own (``DynamicQuantization``) and convolved
+        // (the kernel was set up for one picture).
+        let source = memory.typed(input, Float.self), count = hybrid.quantized.count
+        let target = memory.typed(output, Float.self), outputCount = Int(conv.out_h * conv.out_w * conv.out_c)
+        let padded = columns.count / 3
+        for batch in 0..<hybrid.batches {
+            let picture = source + batch * count
+            var low: Float = 0, high: Float = 0
+            spotter_min_max_f32(picture, count, &low, &high)
+            let q = DynamicQuantization(min: low, max: high)
+            spotter_quantize_s8(picture, hybrid.quantized.baseAddress, count, q.inverseScale, q.zeroPoint)
+            // dot(x + 128, w) - (128 + zero) * sum(w) = dot(x - zero, w), scaled by both scales.
+            for n in hybrid.weightSums.indices {
+                columns[padded + n] = 0 &- (128 &+ q.zeroPoint) &* hybrid.weightSums[n]
+                columns[2 * padded + n] = Int32(bitPattern: (q.scale * hybrid.weightScales[n]).bitPattern)
+            }
+            conv.in_zero = q.zeroPoint
+            withUnsafePointer(to: &conv) { conv in
+                spotter_conv_run(conv, UnsafeRawPointer(hybrid.quantized.baseAddress!).assumingMemoryBound(to: UInt8.self),
+                                 target + batch * outputCount, pool.active)
+            }
         }
     }
 }

@@ -292,7 +292,9 @@ final class QuantizedConvolution: Kernel {
     }
 }
 
-/// CONV_2D and DEPTHWISE_CONV_2D on float32 tensors.
+/// CONV_2D and DEPTHWISE_CONV_2D on float32 tensors. A hybrid CONV_2D (int8 weights with zero
+/// points 0) runs as LiteRT's reference kernel does: each picture of the input quantized
+/// (``DynamicQuantization``), exact int32 sums, scaled back by both scales with the bias added.
 final class FloatConvolution: Kernel {
     /// Constants were copied or packed at load.
     var readsConstantInputs: Bool { false }
@@ -304,6 +306,8 @@ final class FloatConvolution: Kernel {
     let filter: [Float]
     let bias: [Float]
     let clamp: (min: Float, max: Float)
+    /// Hybrid weights as stored, with their scale per output channel.
+    let hybrid: (weights: [Int32], scales: [Float])?
 
     init(_ ctx: PrepareContext, options: Conv2DOptions, depthwise: Bool) throws {
         input = ctx.input(0)
@@ -316,10 +320,19 @@ final class FloatConvolution: Kernel {
         clamp = FixedPoint.activationRange(options.activation)
         bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: channels)
         guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
-        filter = try ctx.floatWeights(filterTensor)
+        if !depthwise, ctx.isHybrid(input: input, weights: filterTensor), ctx.type(filterTensor) == .int8,
+           let q = ctx.quantization(filterTensor), q.scales.count == 1 || q.scales.count == channels, q.zeroPoints.allSatisfy({ $0 == 0 }) {
+            hybrid = (ctx.isCheckingOnly ? [] : try ctx.constant(filterTensor, as: Int8.self).map(Int32.init),
+                      (0..<channels).map { q.scales[q.scales.count == 1 ? 0 : $0] })
+            filter = []
+        } else {
+            hybrid = nil
+            filter = try ctx.floatWeights(filterTensor)
+        }
     }
 
     func run(_ memory: TensorMemory) {
+        if let hybrid { return runHybrid(memory, weights: hybrid.weights, scales: hybrid.scales) }
         let src = memory.typed(input, Float.self)
         let dst = memory.typed(output, Float.self)
         let g = geometry
@@ -351,6 +364,44 @@ final class FloatConvolution: Kernel {
                             dst[out] = min(max(acc + bias[oc], clamp.min), clamp.max)
                             out += 1
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension FloatConvolution {
+    private func runHybrid(_ memory: TensorMemory, weights: [Int32], scales: [Float]) {
+        let src = memory.typed(input, Float.self), dst = memory.typed(output, Float.self)
+        let g = geometry
+        let inC = g.inputChannels, outC = g.outputChannels
+        let patch = g.filterHeight * g.filterWidth * inC, picture = g.inputHeight * g.inputWidth * inC
+        var quantized = [Int32](repeating: 0, count: picture)
+        var out = 0
+        for b in 0..<g.batches {
+            let values = UnsafeBufferPointer(start: src + b * picture, count: picture)
+            let q = DynamicQuantization(min: values.min() ?? 0, max: values.max() ?? 0)
+            // Values less the zero point: the padding (0.0, exact) contributes nothing.
+            for i in 0..<picture { quantized[i] = q.quantize(values[i]) &- q.zeroPoint }
+            for oy in 0..<g.outputHeight {
+                for ox in 0..<g.outputWidth {
+                    let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                    for oc in 0..<outC {
+                        var acc: Int32 = 0
+                        for ky in 0..<g.filterHeight {
+                            let y = y0 + ky * g.dilationHeight
+                            if y < 0 || y >= g.inputHeight { continue }
+                            for kx in 0..<g.filterWidth {
+                                let x = x0 + kx * g.dilationWidth
+                                if x < 0 || x >= g.inputWidth { continue }
+                                let pixel = (y * g.inputWidth + x) * inC, w = oc * patch + (ky * g.filterWidth + kx) * inC
+                                for c in 0..<inC { acc &+= quantized[pixel + c] &* weights[w + c] }
+                            }
+                        }
+                        let value = bias[oc].addingProduct(Float(acc), q.scale * scales[oc])
+                        dst[out] = min(max(value, clamp.min), clamp.max)
+                        out += 1
                     }
                 }
             }

@@ -24,9 +24,21 @@ struct Broadcast {
         }
         outputShape = shape
         isElementwise = a == b
-        guard !isElementwise, tables else {
-            leftOffsets = []
-            rightOffsets = []
+        guard !isElementwise else {
+            (leftOffsets, rightOffsets) = ([], [])
+            return
+        }
+        // Checked also when only checking, so that a model checked as runnable prepares.
+        var total = 1
+        for dimension in shape {
+            let (product, overflow) = total.multipliedReportingOverflow(by: dimension)
+            guard !overflow, dimension >= 0, product <= Self.maxTableElements else {
+                throw BroadcastError(left: left, right: right, tooLarge: true)
+            }
+            total = product
+        }
+        guard tables else {
+            (leftOffsets, rightOffsets) = ([], [])
             return
         }
         func strides(_ dims: [Int]) -> [Int] {
@@ -37,14 +49,6 @@ struct Broadcast {
                 step *= dims[i]
             }
             return result
-        }
-        var total = 1
-        for dimension in shape {
-            let (product, overflow) = total.multipliedReportingOverflow(by: dimension)
-            guard !overflow, dimension >= 0, product <= Self.maxTableElements else {
-                throw BroadcastError(left: left, right: right, tooLarge: true)
-            }
-            total = product
         }
         let sa = strides(a), sb = strides(b)
         var la = [Int32](repeating: 0, count: total), lb = [Int32](repeating: 0, count: total)

@@ -124,3 +124,30 @@ extension Int32 {
         self = Int32(clamping: value)
     }
 }
+
+/// How a hybrid convolution quantizes its float input at each run (per batch): int8 with one
+/// asymmetric scale over the range widened to hold 0, its zero point taken from whichever end rounds
+/// better, as XNNPACK's dynamic quantization computes it; LiteRT's reference hybrid convolution
+/// quantizes to the same values. 0.0 is exact, so padding stays zero.
+struct DynamicQuantization {
+    /// Steps per unit (1 / scale) and the zero point.
+    let inverseScale: Float
+    let zeroPoint: Int32
+    var scale: Float { 1 / inverseScale }
+
+    init(min low: Float, max high: Float) {
+        let (low, high) = (Swift.min(low, 0), Swift.max(high, 0))
+        let inverse: Float = high > low && (high - low).isFinite ? 255 / (high - low) : 1
+        let fromLow = -128 - low * inverse, fromHigh = 127 - high * inverse
+        let zero = (-128 + low * inverse) + (127 + high * inverse) > 0 ? fromLow : fromHigh
+        inverseScale = inverse
+        zeroPoint = Int32(Swift.max(-128, Swift.min(127, zero)).rounded(.toNearestOrEven))
+    }
+
+    /// `value` quantized: rounded to nearest even, clamped to int8 (what spotter_quantize_s8 computes).
+    func quantize(_ value: Float) -> Int32 {
+        let scaled = (value * inverseScale).rounded(.toNearestOrEven)
+        guard scaled.isFinite, abs(scaled) < 1e9 else { return scaled > 0 ? 127 : -128 }
+        return Swift.max(-128, Swift.min(127, Int32(scaled) &+ zeroPoint))
+    }
+}
