@@ -857,6 +857,28 @@ def hybrid_convolutions():
             interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
             interpreter.invoke()
             np.save(os.path.join(folder, f"{prefix}0.npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    # MobileFaceNet's layer: a hybrid convolution followed by TensorFlow's six-operator PReLU, which
+    # the fast path applies as the convolution stores its outputs. 40 channels (a block of 32 and 8).
+    shape, cout = [1, 9, 11, 6], 40
+    conv_out = [1, 9, 11, cout]
+    weights = rng.normal(0, 0.3, [cout, 3, 3, 6]).astype(np.float32)
+    scales = (np.abs(weights).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+    quantized = np.clip(np.round(weights / scales[:, None, None, None]), -127, 127).astype(np.int8)
+    filt = T([cout, 3, 3, 6], TT.INT8, data=quantized, scale=scales, zp=np.zeros(cout, np.int64), qdim=0)
+    bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.3, [cout]).astype(np.float32))
+    alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
+    half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
+    tensors = [T(shape, TT.FLOAT32), filt, bias, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32),
+               alpha, T(conv_out, TT.FLOAT32), half, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32)]
+    save("conv2d_hybrid_then_prelu_pattern", tensors, [0], [11], [
+        (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
+         options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None),
+        (Op.ABS, None, [3], [4], 0, None, None),
+        (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
+        (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
+        (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
+        (Op.RELU, None, [3], [10], 0, None, None),
+        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions"), None)])
 
 
 def write_invalid_models():

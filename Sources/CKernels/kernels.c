@@ -202,6 +202,14 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
                     const __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
                     __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), scale[h], _mm512_loadu_ps(c->out_bias + n0 + 16 * h));
                     f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->out_min_f)), _mm512_set1_ps(c->out_max_f));
+                    if (c->prelu_alpha) {
+                        // spotter_prelu_f32's operations: max(f, 0) + ((f - |f|) * alpha) * scale, clamped.
+                        const __m512 magnitude = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7fffffff)));
+                        const __m512 negative = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(f, magnitude), _mm512_loadu_ps(c->prelu_alpha + n0 + 16 * h)),
+                                                              _mm512_loadu_ps(c->prelu_scale + n0 + 16 * h));
+                        f = _mm512_add_ps(_mm512_max_ps(f, _mm512_setzero_ps()), negative);
+                        f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->prelu_min)), _mm512_set1_ps(c->prelu_max));
+                    }
                     _mm512_mask_storeu_ps(out + 16 * h, store_mask[h], f);
                 }
                 continue;

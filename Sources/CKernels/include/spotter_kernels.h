@@ -69,6 +69,12 @@ typedef struct spotter_conv {
     /// [out_min_f, out_max_f], with scale[n] = input_scale * w_scale[n]; out_bias padded as col_const.
     const float* out_bias;
     float out_min_f, out_max_f;
+    /// Float output only: NULL, or a PReLU applied to each output after the clamp, as
+    /// spotter_prelu_f32 computes it (alpha and scale padded as col_const), then clamped to
+    /// [prelu_min, prelu_max].
+    const float* prelu_alpha;
+    const float* prelu_scale;
+    float prelu_min, prelu_max;
 } spotter_conv;
 
 /// Bytes of im2col rows one task of spotter_conv_run keeps on its stack, at most.

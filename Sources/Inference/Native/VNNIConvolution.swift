@@ -12,7 +12,7 @@ import TFLiteFormat
 /// Also hybrid CONV_2D (float input and output, int8 weights with per-channel scales: dynamic-range
 /// exports such as MobileFaceNet's), as LiteRT's fast path runs it: the input is quantized at each
 /// run (int8, one asymmetric scale over the tensor, from its range), multiplied in int8 and the sums
-/// scaled back to float with the bias added.
+/// scaled back to float with the bias added (and a PReLU after it applied as the outputs are stored).
 final class VNNIConvolution: Kernel {
     /// Constants were copied or packed at load.
     var readsConstantInputs: Bool { false }
@@ -40,6 +40,8 @@ final class VNNIConvolution: Kernel {
         let weightScales: [Float]
         /// The float bias, padded like the columns.
         let bias: UnsafeMutableBufferPointer<Float>
+        /// A fused PReLU's alpha then scale, each padded like the columns.
+        let prelu: UnsafeMutableBufferPointer<Float>?
     }
 
     /// Returns nil for convolutions the kernel does not cover: other types, non-constant weights,
@@ -104,7 +106,7 @@ final class VNNIConvolution: Kernel {
             packed: UnsafePointer(packed.baseAddress), col_factor: UnsafePointer(columns.baseAddress),
             col_const: UnsafePointer(columns.baseAddress! + padded),
             scale: UnsafeRawPointer(columns.baseAddress! + 2 * padded).assumingMemoryBound(to: Float.self),
-            out_bias: nil, out_min_f: 0, out_max_f: 0)
+            out_bias: nil, out_min_f: 0, out_max_f: 0, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0)
 
         if isHybrid {
             let bias = UnsafeMutableBufferPointer<Float>.allocate(capacity: padded)
@@ -117,8 +119,20 @@ final class VNNIConvolution: Kernel {
             let quantized = UnsafeMutableBufferPointer<Int8>.allocate(capacity: g.inputHeight * g.inputWidth * g.inputChannels)
             quantized.initialize(repeating: 0)
             conv.batches = 1
+            // A PReLU after the layer (MobileFaceNet's) is applied as each output is stored.
+            let prelu: UnsafeMutableBufferPointer<Float>?
+            if let parameters = try PReLU.fusing(into: output, ctx) {
+                let values = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * padded)
+                values.initialize(repeating: 0)
+                for n in 0..<channels { (values[n], values[padded + n]) = (parameters.alpha[n], parameters.scale[n]) }
+                (conv.prelu_alpha, conv.prelu_scale) = (UnsafePointer(values.baseAddress), UnsafePointer(values.baseAddress! + padded))
+                (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
+                prelu = values
+            } else {
+                prelu = nil
+            }
             hybrid = Hybrid(quantized: quantized, batches: g.batches, weightSums: weightSums,
-                            weightScales: (0..<channels).map { q.scales[q.scales.count == 1 ? 0 : $0] }, bias: bias)
+                            weightScales: (0..<channels).map { q.scales[q.scales.count == 1 ? 0 : $0] }, bias: bias, prelu: prelu)
             let range = FixedPoint.activationRange(options.activation)
             (conv.out_bias, conv.out_min_f, conv.out_max_f) = (UnsafePointer(bias.baseAddress), range.min, range.max)
             return
@@ -167,6 +181,7 @@ final class VNNIConvolution: Kernel {
         columns.deallocate()
         hybrid?.quantized.deallocate()
         hybrid?.bias.deallocate()
+        hybrid?.prelu?.deallocate()
     }
 
     func run(_ memory: TensorMemory) {
