@@ -302,7 +302,7 @@ void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, void* outp
     pthreadpool_parallelize_1d(pool, conv->a_flip ? conv_task_signed : conv_task_unsigned, &context, tasks, 0);
 }
 
-TARGET void spotter_min_max_f32(const float* x, size_t count, float* min, float* max) {
+TARGET static void min_max_span(const float* x, size_t count, float* min, float* max) {
     __m512 low = _mm512_set1_ps(x[0]), high = low;
     size_t i = 0;
     for (; i + 16 <= count; i += 16) {
@@ -320,7 +320,7 @@ TARGET void spotter_min_max_f32(const float* x, size_t count, float* min, float*
     *max = _mm512_reduce_max_ps(high);
 }
 
-TARGET void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero) {
+TARGET static void quantize_span(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero) {
     const __m512 scale = _mm512_set1_ps(inverse_scale);
     const __m512i offset = _mm512_set1_epi32(zero), lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
     for (size_t i = 0; i < count; i += 16) {
@@ -331,6 +331,55 @@ TARGET void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float i
         q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
         _mm_mask_storeu_epi8(y + i, live, _mm512_cvtepi32_epi8(q));
     }
+}
+
+/// Spans of a tensor split across a pool's threads: at most SPANS, each at least 16 KiB of floats.
+#define SPANS 8
+typedef struct {
+    const float* x;
+    int8_t* y;
+    size_t count, span;
+    float inverse_scale;
+    int32_t zero;
+    float mins[SPANS], maxs[SPANS];
+} span_task;
+
+static size_t spans(size_t count, size_t* span) {
+    const size_t minimum = 4096;
+    size_t n = count / minimum;
+    n = n < 1 ? 1 : n > SPANS ? SPANS : n;
+    *span = (count + n - 1) / n;
+    return (count + *span - 1) / *span;
+}
+
+static void min_max_task(void* opaque, size_t i) {
+    span_task* t = (span_task*)opaque;
+    const size_t begin = i * t->span, end = begin + t->span < t->count ? begin + t->span : t->count;
+    min_max_span(t->x + begin, end - begin, &t->mins[i], &t->maxs[i]);
+}
+
+static void quantize_task(void* opaque, size_t i) {
+    span_task* t = (span_task*)opaque;
+    const size_t begin = i * t->span, end = begin + t->span < t->count ? begin + t->span : t->count;
+    quantize_span(t->x + begin, t->y + begin, end - begin, t->inverse_scale, t->zero);
+}
+
+void spotter_min_max_f32(const float* x, size_t count, float* min, float* max, pthreadpool_t pool) {
+    span_task t = {.x = x, .count = count};
+    const size_t n = spans(count, &t.span);
+    pthreadpool_parallelize_1d(pool, min_max_task, &t, n, 0);
+    *min = t.mins[0];
+    *max = t.maxs[0];
+    for (size_t i = 1; i < n; i++) {
+        *min = t.mins[i] < *min ? t.mins[i] : *min;
+        *max = t.maxs[i] > *max ? t.maxs[i] : *max;
+    }
+}
+
+void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero, pthreadpool_t pool) {
+    span_task t = {.x = x, .y = y, .count = count, .inverse_scale = inverse_scale, .zero = zero};
+    const size_t n = spans(count, &t.span);
+    pthreadpool_parallelize_1d(pool, quantize_task, &t, n, 0);
 }
 
 typedef struct {

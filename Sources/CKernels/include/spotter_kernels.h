@@ -84,12 +84,14 @@ typedef struct spotter_conv {
 /// `output` holds bytes, or floats when conv->out_bias is set.
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, void* output, pthreadpool_t pool);
 
-/// The smallest and largest of `count` floats (count > 0), on AVX-512 (VNNI machines).
-void spotter_min_max_f32(const float* x, size_t count, float* min, float* max);
+/// The smallest and largest of `count` floats (count > 0), on AVX-512 (VNNI machines); spans of
+/// the floats are split across the pool's threads (pool may be NULL).
+void spotter_min_max_f32(const float* x, size_t count, float* min, float* max, pthreadpool_t pool);
 
 /// y = clamp(rint(x * inverse_scale) + zero, -128, 127) for `count` floats, on AVX-512, rounding to
-/// nearest even (a NaN, or a product beyond int32, gives -128 or 127: never out of range).
-void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero);
+/// nearest even (a NaN, or a product beyond int32, gives -128 or 127: never out of range); spans
+/// split across the pool's threads.
+void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero, pthreadpool_t pool);
 
 /// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads
 /// (64 bytes per step with AVX-512 VBMI where the CPU has it).

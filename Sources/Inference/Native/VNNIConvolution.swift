@@ -199,9 +199,9 @@ final class VNNIConvolution: Kernel {
         for batch in 0..<hybrid.batches {
             let picture = source + batch * count
             var low: Float = 0, high: Float = 0
-            spotter_min_max_f32(picture, count, &low, &high)
+            spotter_min_max_f32(picture, count, &low, &high, pool.active)
             let q = DynamicQuantization(min: low, max: high)
-            spotter_quantize_s8(picture, hybrid.quantized.baseAddress, count, q.inverseScale, q.zeroPoint)
+            spotter_quantize_s8(picture, hybrid.quantized.baseAddress, count, q.inverseScale, q.zeroPoint, pool.active)
             // dot(x + 128, w) - (128 + zero) * sum(w) = dot(x - zero, w), scaled by both scales.
             for n in hybrid.weightSums.indices {
                 columns[padded + n] = 0 &- (128 &+ q.zeroPoint) &* hybrid.weightSums[n]
