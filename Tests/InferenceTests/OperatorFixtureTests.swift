@@ -30,6 +30,8 @@ import TFLiteFormat
     /// lookup tables), so its 8-bit outputs may differ by a step; floats by summation order.
     @Test("XNNPACK backend is within one step of LiteRT's reference kernels", arguments: cases)
     func xnnpackBackendIsCloseToLiteRT(_ name: String) throws {
+        // Without VNNI the fast path runs hybrid convolutions in float (checked below).
+        if name.hasPrefix("conv2d_hybrid"), !Self.cpuHasVNNI { return }
         let interpreter = try Self.run(name, .xnnpack)
         for index in 0..<interpreter.outputCount {
             let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output\(index).npy"))
@@ -116,7 +118,7 @@ import TFLiteFormat
     /// input at every run as LiteRT's reference kernel does, on both backends, so the outputs agree
     /// with it to float rounding (LiteRT's own XNNPACK path quantizes differently on the mostly
     /// negative case); where the CPU has VNNI the fast path multiplies on the VNNI kernel, and applies
-    /// a PReLU that follows (MobileFaceNet's) as it stores the outputs.
+    /// a PReLU that follows (MobileFaceNet's) as it stores the outputs; elsewhere it runs them in float.
     @Test("hybrid convolutions agree with LiteRT's reference kernel on both backends", arguments: [
         ("conv2d_hybrid_3x3_rgb_same", ["vnni"]), ("conv2d_hybrid_1x1_c64_to_40_mostly_negative", ["vnni"]),
         ("conv2d_hybrid_3x3_s2_c20_to_36_relu6", ["vnni"]),
@@ -126,7 +128,10 @@ import TFLiteFormat
         let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output0.npy")).values(as: Float.self)
         for backend in Interpreter.Options.Backend.allCases {
             let interpreter = try Self.run(name, backend)
-            expectClose(try interpreter.output(at: 0).values(as: Float.self), expected, relative: 1e-5, "\(name) on \(backend)")
+            // Without VNNI the fast path multiplies the dequantized weights in float: within the
+            // input's quantization steps of LiteRT's result, not within rounding.
+            let bound: Float = backend == .reference || Self.cpuHasVNNI ? 1e-5 : 0.1
+            expectClose(try interpreter.output(at: 0).values(as: Float.self), expected, relative: bound, "\(name) on \(backend)")
             if backend == .xnnpack, Self.cpuHasVNNI { #expect(try interpreter.profile(runs: 1).map(\.backend) == fastBackends, "\(name)") }
         }
     }

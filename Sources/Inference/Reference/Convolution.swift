@@ -433,7 +433,7 @@ final class FullyConnected: Kernel {
     let inputOffset: Int32
     let requant: Requantization?
     let clamp: (min: Float, max: Float)
-    /// int8 weights that are activations, laid out [inputs][units] at each run.
+    /// 8-bit weights that are activations, laid out [inputs][units] at each run.
     private var weightScratch: [Int16] = []
 
     let type: TensorType
@@ -492,7 +492,7 @@ final class FullyConnected: Kernel {
                 guard inputSize < 1 << 15 else { throw ctx.fail("\(inputSize) inputs per unit are beyond the 32,767 an exact int32 sum allows") }
                 guard units * inputSize <= 1 << 27 else { throw ctx.fail("weights of \(units * inputSize) elements are beyond the 2^27 Spotter lays out") }
                 filter = nil
-                if type == .int8, !ctx.isCheckingOnly { weightScratch = [Int16](repeating: 0, count: units * inputSize) }
+                if !ctx.isCheckingOnly { weightScratch = [Int16](repeating: 0, count: units * inputSize) }
             }
             bias = biasTensor != nil ? nil : try biasInput.map { try ctx.constant($0, as: Int32.self) } ?? Array(repeating: 0, count: units)
             floatFilter = nil
@@ -539,45 +539,30 @@ final class FullyConnected: Kernel {
                         }
                     }
                 }
-            } else if T.self == Int8.self {
-                // Weights that are activations (YOLO11's attention): [units][inputs] laid out as
-                // [inputs][units] less their zero point, so each output row is a sum of scaled rows.
-                let weights = memory.typed(filterTensor, Int8.self), zw = filterZeroPoint
-                let input = UnsafeRawPointer(src).assumingMemoryBound(to: Int8.self), output = dst
-                weightScratch.withUnsafeMutableBufferPointer { columns in
-                    for u in 0..<units {
-                        for i in 0..<inputSize { columns[i * units + u] = Int16(truncatingIfNeeded: Int32(weights[u * inputSize + i]) - zw) }
-                    }
-                    withUnsafeTemporaryAllocation(of: Int32.self, capacity: units) { sums in
-                        for b in 0..<batches {
-                            spotter_matmul_rows_s8(input + b * inputSize, inputSize, 1, -inputOffset, columns.baseAddress!, sums.baseAddress!,
-                                                   1, units, inputSize)
-                            for u in 0..<units { store(sums[u] &+ (bias?[u] ?? 0), at: b * units + u, unit: u, output, requant) }
-                        }
-                    }
-                }
             } else {
-                // Weights that are activations: sum (w - zw)(x - zx) as sum w*x less the cross terms,
-                // whose sums over each row are taken once (integer arithmetic: exactly LiteRT's sum).
+                // Weights that are activations (YOLO11's attention): [units][inputs] laid out as
+                // [inputs][units] less their zero point, so each output row is a sum of scaled rows
+                // (exact int32 sums: LiteRT's). uint8 rows are read as x - 128 against a zero point
+                // 128 lower, the same differences in int8.
                 let weights = memory.typed(filterTensor, T.self)
-                let zw = filterZeroPoint, zx = -inputOffset
-                var weightSums = [Int32](repeating: 0, count: units)
-                for u in 0..<units {
-                    var sum: Int32 = 0
-                    for i in 0..<inputSize { sum &+= Int32(weights[u * inputSize + i]) }
-                    weightSums[u] = sum
-                }
-                let constantTerm = Int32(inputSize) &* zw &* zx
-                for b in 0..<batches {
-                    let row = src + b * inputSize
-                    var rowSum: Int32 = 0
-                    for i in 0..<inputSize { rowSum &+= Int32(row[i]) }
-                    for u in 0..<units {
-                        let w = weights + u * inputSize
-                        var acc: Int32 = 0
-                        for i in 0..<inputSize { acc &+= Int32(w[i]) &* Int32(row[i]) }
-                        acc = acc &- zx &* weightSums[u] &- zw &* rowSum &+ constantTerm
-                        store(acc &+ (bias?[u] ?? 0), at: b * units + u, unit: u, dst, requant)
+                let signed = T.self == Int8.self, inputZero = -inputOffset
+                weightScratch.withUnsafeMutableBufferPointer { columns in
+                    widenTransposed(weights, rows: units, columns: inputSize, zero: filterZeroPoint, into: columns.baseAddress!)
+                    withUnsafeTemporaryAllocation(of: Int8.self, capacity: signed ? 0 : inputSize) { shifted in
+                        withUnsafeTemporaryAllocation(of: Int32.self, capacity: units) { sums in
+                            for b in 0..<batches {
+                                let row: UnsafePointer<Int8>
+                                if signed {
+                                    row = UnsafeRawPointer(src + b * inputSize).assumingMemoryBound(to: Int8.self)
+                                } else {
+                                    for i in 0..<inputSize { shifted[i] = Int8(truncatingIfNeeded: Int32(src[b * inputSize + i]) - 128) }
+                                    row = UnsafePointer(shifted.baseAddress!)
+                                }
+                                spotter_matmul_rows_s8(row, inputSize, 1, signed ? inputZero : inputZero - 128, columns.baseAddress!,
+                                                       sums.baseAddress!, 1, units, inputSize)
+                                for u in 0..<units { store(sums[u] &+ (bias?[u] ?? 0), at: b * units + u, unit: u, dst, requant) }
+                            }
+                        }
                     }
                 }
             }

@@ -178,6 +178,15 @@ final class Reduce: Kernel {
     }
 }
 
+/// `rows` x `columns` 8-bit values (row-major), written transposed as int16 less `zero`: weights held
+/// [N][K] laid out [K][N], as ``spotter_matmul_rows_s8`` reads its right-hand side.
+func widenTransposed<T: FixedWidthInteger>(_ source: UnsafePointer<T>, rows: Int, columns: Int, zero: Int32,
+                                           into target: UnsafeMutablePointer<Int16>) {
+    for j in 0..<rows {
+        for p in 0..<columns { target[p * rows + j] = Int16(truncatingIfNeeded: Int32(source[j * columns + p]) - zero) }
+    }
+}
+
 /// BATCH_MATMUL on float32 and int8 (per-tensor, zero points on both sides): `[..., M, K] x
 /// [..., K, N]` (either side transposed by adj_x / adj_y), batch dimensions broadcast. A is read in
 /// place in either layout; B is laid out as [K][N] (int8: as int16 less its zero point), so each
@@ -257,7 +266,7 @@ final class BatchMatMul: RowKernel {
                 for batch in 0..<rightBatches {
                     let s = src + batch * size, d = dst.baseAddress! + batch * size
                     if adjointY {
-                        for j in 0..<n { for p in 0..<k { d[p * n + j] = Int16(truncatingIfNeeded: Int32(s[j * k + p]) - zero) } }
+                        widenTransposed(s, rows: n, columns: k, zero: zero, into: d)
                     } else {
                         for index in 0..<size { d[index] = Int16(truncatingIfNeeded: Int32(s[index]) - zero) }
                     }
