@@ -879,6 +879,29 @@ def hybrid_convolutions():
         (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
         (Op.RELU, None, [3], [10], 0, None, None),
         (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions"), None)])
+    # MobileFaceNet's depthwise layers are followed by the same PReLU: 40 channels (16, 16 and 8), at
+    # stride 1 (sliding columns) and stride 2 (two blocks a pass); each case's LiteRT XNNPACK output
+    # is saved as well.
+    for name, stride in [("depthwise_float32_then_prelu_pattern_s1", 1), ("depthwise_float32_then_prelu_pattern_s2", 2)]:
+        shape, cout = [1, 9, 11, 40], 40
+        h, w = (9 + stride - 1) // stride, (11 + stride - 1) // stride
+        out = [1, h, w, cout]
+        filt = T([1, 3, 3, cout], TT.FLOAT32, data=rng.normal(0, 0.3, [1, 3, 3, cout]).astype(np.float32))
+        bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.3, [cout]).astype(np.float32))
+        alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
+        tensors = [T(shape, TT.FLOAT32), filt, bias, T(out, TT.FLOAT32), T(out, TT.FLOAT32), T(out, TT.FLOAT32),
+                   alpha, T(out, TT.FLOAT32), T([], TT.FLOAT32, data=np.array(0.5, np.float32)), T(out, TT.FLOAT32),
+                   T(out, TT.FLOAT32), T(out, TT.FLOAT32)]
+        save(name, tensors, [0], [11], [
+            (Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions,
+             options("DepthwiseConv2DOptions", Padding=Padding.SAME, StrideW=stride, StrideH=stride, DepthMultiplier=1,
+                     FusedActivationFunction=Act.NONE), None),
+            (Op.ABS, None, [3], [4], 0, None, None),
+            (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
+            (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
+            (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
+            (Op.RELU, None, [3], [10], 0, None, None),
+            (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions"), None)])
 
 
 def write_invalid_models():

@@ -27,6 +27,19 @@ void spotter_dwconv_f32_pack(const spotter_dwconv_f32* c, const float* weights, 
     }
 }
 
+/// The output of channels `c0`.. from their sums: clamped to the fused activation, then the PReLU
+/// that follows, if any (spotter_prelu_f32's operations: max(v, 0) + ((v - |v|) * alpha) * scale).
+TARGET_512 static inline __attribute__((always_inline)) __m512 finish(const spotter_dwconv_f32* c, __m512 acc, __m512 lo, __m512 hi,
+                                                                      int32_t c0) {
+    __m512 v = _mm512_min_ps(_mm512_max_ps(acc, lo), hi);
+    if (!c->prelu_alpha) return v;
+    const __m512 magnitude = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
+    const __m512 negative = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(v, magnitude), _mm512_loadu_ps(c->prelu_alpha + c0)),
+                                          _mm512_loadu_ps(c->prelu_scale + c0));
+    v = _mm512_add_ps(_mm512_max_ps(v, _mm512_setzero_ps()), negative);
+    return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(c->prelu_min)), _mm512_set1_ps(c->prelu_max));
+}
+
 /// One tap of block BLOCK (0 or 1) of dw_row_3x3: filter row ROW, column KX.
 #define DW_TAP(BLOCK, ROW, KX)                                                                               \
     acc##BLOCK = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m##BLOCK##KX, rows[ROW] + o##KX + BLOCK * LANES),     \
@@ -64,12 +77,12 @@ TARGET_512 static inline __attribute__((always_inline)) void dw_row_3x3(const sp
         __m512 acc0 = bias0;
         DW_TAPS(0)
         float* o = out + (size_t)ox * C + c0;
-        _mm512_mask_storeu_ps(o, lanes0, _mm512_min_ps(_mm512_max_ps(acc0, lo), hi));
+        _mm512_mask_storeu_ps(o, lanes0, finish(c, acc0, lo, hi, c0));
         if (pair) {
             const __mmask16 m10 = in0 ? lanes1 : 0, m11 = in1 ? lanes1 : 0, m12 = in2 ? lanes1 : 0;
             __m512 acc1 = bias1;
             DW_TAPS(1)
-            _mm512_mask_storeu_ps(o + LANES, lanes1, _mm512_min_ps(_mm512_max_ps(acc1, lo), hi));
+            _mm512_mask_storeu_ps(o + LANES, lanes1, finish(c, acc1, lo, hi, c0 + LANES));
         }
     }
 }
@@ -105,7 +118,7 @@ TARGET_512 static void dw_row_3x3_sliding(const spotter_dwconv_f32* c, const flo
         acc = _mm512_fmadd_ps(d0, w[6], acc);
         acc = _mm512_fmadd_ps(d1, w[7], acc);
         acc = _mm512_fmadd_ps(d2, w[8], acc);
-        _mm512_mask_storeu_ps(o, lanes, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+        _mm512_mask_storeu_ps(o, lanes, finish(c, acc, lo, hi, c0));
         a0 = a1; a1 = a2; b0 = b1; b1 = b2; d0 = d1; d1 = d2;
     }
 }
@@ -129,7 +142,7 @@ TARGET_512 static void dw_row_any(const spotter_dwconv_f32* c, const float* cons
                 acc = _mm512_fmadd_ps(v, _mm512_loadu_ps(block + (size_t)(1 + ky * c->k_w + kx) * LANES), acc);
             }
         }
-        _mm512_mask_storeu_ps(out + (size_t)ox * C + c0, mask, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+        _mm512_mask_storeu_ps(out + (size_t)ox * C + c0, mask, finish(c, acc, lo, hi, c0));
     }
 }
 

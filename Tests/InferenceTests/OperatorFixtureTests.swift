@@ -153,6 +153,21 @@ import TFLiteFormat
         }
     }
 
+    /// The same PReLU after a float depthwise layer (MobileFaceNet's) is applied by the AVX-512
+    /// depthwise kernel as it stores, at stride 1 (sliding columns) and 2 (two blocks a pass); the
+    /// sums are in another order than XNNPACK's, so the outputs agree to float rounding.
+    @Test("a PReLU after a float depthwise layer is applied as the layer stores", arguments: [
+        "depthwise_float32_then_prelu_pattern_s1", "depthwise_float32_then_prelu_pattern_s2",
+    ])
+    func preluIsFusedIntoDepthwise(_ name: String) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        if Self.cpuHasAVX512F {
+            #expect(try interpreter.profile(runs: 1).map(\.backend) == ["avx512"] + [String](repeating: "prelu", count: 6), "\(name)")
+        }
+        let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output0.npy")).values(as: Float.self)
+        expectClose(try interpreter.output(at: 0).values(as: Float.self), expected, relative: 1e-5, name)
+    }
+
     /// Fixtures where LiteRT's int8 SOFTMAX (a float exp table, a float sum) rounds a probability on
     /// a rounding boundary the other way: here one of 2,368 (152.49997 comes out 153; no order of the
     /// float sum, division or rounding mode tried reproduces it), as in 4 of yolov8n's 705,600 bytes

@@ -183,6 +183,12 @@ typedef struct spotter_dwconv_f32 {
     float out_min, out_max;      ///< the fused activation's clamp
     const float* packed;         ///< made by spotter_dwconv_f32_pack
     const float* zero_row;       ///< in_w * channels zeros, read for filter rows in the padding
+    /// NULL, or a PReLU applied to each output after the clamp, as spotter_prelu_f32 computes it:
+    /// alpha and scale each readable for `channels` rounded up to a multiple of 16, then the clamp
+    /// to [prelu_min, prelu_max].
+    const float* prelu_alpha;
+    const float* prelu_scale;
+    float prelu_min, prelu_max;
 } spotter_dwconv_f32;
 
 /// Floats spotter_dwconv_f32_pack writes: per block of 16 channels, 16 biases then k_h * k_w

@@ -24,6 +24,8 @@ final class AVX512Depthwise: Kernel {
     private let packed: UnsafeMutableBufferPointer<Float>
     /// A row of zeros, read for filter rows in the padding.
     private let zeros: UnsafeMutableBufferPointer<Float>
+    /// A PReLU after the convolution, applied to each output as it is stored: alpha, then scale.
+    private let prelu: UnsafeMutableBufferPointer<Float>?
 
     /// Returns nil for depthwise convolutions the kernel does not cover (a depth multiplier above 1,
     /// other types, non-constant weights) or when the CPU lacks AVX-512F.
@@ -49,13 +51,25 @@ final class AVX512Depthwise: Kernel {
             out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth),
             k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
             dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
-            out_min: range.min, out_max: range.max, packed: nil, zero_row: nil)
+            out_min: range.min, out_max: range.max, packed: nil, zero_row: nil, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0)
         let weights = try ctx.floatWeights(ctx.input(1))
         guard weights.count == g.filterHeight * g.filterWidth * channels else {
             throw ctx.fail("filter has \(weights.count) values for \(channels) channels of \(g.filterHeight)x\(g.filterWidth)")
         }
         let bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : nil
         if let bias, bias.count != channels { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
+        // A PReLU after the layer (MobileFaceNet's) is applied as each output is stored.
+        if let parameters = try PReLU.fusing(into: output, ctx) {
+            let padded = (channels + 15) / 16 * 16
+            let values = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * padded)
+            values.initialize(repeating: 0)
+            for c in 0..<channels { (values[c], values[padded + c]) = (parameters.alpha[c], parameters.scale[c]) }
+            (conv.prelu_alpha, conv.prelu_scale) = (UnsafePointer(values.baseAddress), UnsafePointer(values.baseAddress! + padded))
+            (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
+            prelu = values
+        } else {
+            prelu = nil
+        }
         packed = .allocate(capacity: withUnsafePointer(to: &conv) { spotter_dwconv_f32_packed_count($0) })
         zeros = .allocate(capacity: max(1, g.inputWidth * channels))
         zeros.initialize(repeating: 0)
@@ -75,6 +89,7 @@ final class AVX512Depthwise: Kernel {
     deinit {
         packed.deallocate()
         zeros.deallocate()
+        prelu?.deallocate()
     }
 
     func run(_ memory: TensorMemory) {
