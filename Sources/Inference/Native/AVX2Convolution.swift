@@ -61,14 +61,10 @@ final class AVX2Convolution: Kernel {
 
         if let parameters = try PReLU.fusing(into: output, ctx) {
             // Whole blocks of channels are read: each array padded with zeros to a multiple of 32.
-            let padded = (channels + 31) / 32 * 32
-            let prelu = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * padded)
-            prelu.initialize(repeating: 0)
-            for c in 0..<channels { (prelu[c], prelu[padded + c]) = (parameters.alpha[c], parameters.scale[c]) }
-            conv.prelu_alpha = UnsafePointer(prelu.baseAddress)
-            conv.prelu_scale = UnsafePointer(prelu.baseAddress! + padded)
+            let packed = parameters.packed(multiple: 32)
+            (conv.prelu_alpha, conv.prelu_scale) = (packed.alpha, packed.scale)
             (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
-            self.prelu = prelu
+            self.prelu = packed.buffer
         } else {
             prelu = nil
         }

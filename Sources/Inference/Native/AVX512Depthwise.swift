@@ -60,13 +60,10 @@ final class AVX512Depthwise: Kernel {
         if let bias, bias.count != channels { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
         // A PReLU after the layer (MobileFaceNet's) is applied as each output is stored.
         if let parameters = try PReLU.fusing(into: output, ctx) {
-            let padded = (channels + 15) / 16 * 16
-            let values = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * padded)
-            values.initialize(repeating: 0)
-            for c in 0..<channels { (values[c], values[padded + c]) = (parameters.alpha[c], parameters.scale[c]) }
-            (conv.prelu_alpha, conv.prelu_scale) = (UnsafePointer(values.baseAddress), UnsafePointer(values.baseAddress! + padded))
+            let packed = parameters.packed(multiple: 16)
+            (conv.prelu_alpha, conv.prelu_scale) = (packed.alpha, packed.scale)
             (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
-            prelu = values
+            prelu = packed.buffer
         } else {
             prelu = nil
         }

@@ -122,12 +122,10 @@ final class VNNIConvolution: Kernel {
             // A PReLU after the layer (MobileFaceNet's) is applied as each output is stored.
             let prelu: UnsafeMutableBufferPointer<Float>?
             if let parameters = try PReLU.fusing(into: output, ctx) {
-                let values = UnsafeMutableBufferPointer<Float>.allocate(capacity: 2 * padded)
-                values.initialize(repeating: 0)
-                for n in 0..<channels { (values[n], values[padded + n]) = (parameters.alpha[n], parameters.scale[n]) }
-                (conv.prelu_alpha, conv.prelu_scale) = (UnsafePointer(values.baseAddress), UnsafePointer(values.baseAddress! + padded))
+                let packed = parameters.packed(multiple: nr)
+                (conv.prelu_alpha, conv.prelu_scale) = (packed.alpha, packed.scale)
                 (conv.prelu_min, conv.prelu_max) = (parameters.low, parameters.high)
-                prelu = values
+                prelu = packed.buffer
             } else {
                 prelu = nil
             }

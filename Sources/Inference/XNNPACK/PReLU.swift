@@ -54,6 +54,16 @@ final class PReLU: RowKernel {
     struct Parameters {
         let alpha, scale: [Float]
         let low, high: Float
+
+        /// alpha then scale, each padded with zeros to `channels` rounded up to `multiple`, as the
+        /// C kernels read whole blocks of channels; the caller owns (and deallocates) the buffer.
+        func packed(multiple: Int) -> (buffer: UnsafeMutableBufferPointer<Float>, alpha: UnsafePointer<Float>, scale: UnsafePointer<Float>) {
+            let padded = (alpha.count + multiple - 1) / multiple * multiple
+            let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, 2 * padded))
+            buffer.initialize(repeating: 0)
+            for c in alpha.indices { (buffer[c], buffer[padded + c]) = (alpha[c], scale[c]) }
+            return (buffer, UnsafePointer(buffer.baseAddress!), UnsafePointer(buffer.baseAddress! + padded))
+        }
     }
 
     static func parameters(_ ctx: PrepareContext, _ pattern: Pattern, channels: Int) throws -> Parameters {
