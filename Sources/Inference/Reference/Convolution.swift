@@ -41,6 +41,23 @@ struct WindowGeometry {
     }
 
     var outputShape: [Int] { [batches, outputHeight, outputWidth, outputChannels] }
+
+    /// The taps of output pixel (`outputY`, `outputX`) of picture `batch` that fall inside the input,
+    /// in filter order (rows, then columns): the input pixel each reads (an index over batches, rows
+    /// and columns) and the tap's index (ky * filterWidth + kx). Taps in the padding are left out.
+    func taps(batch: Int, outputY: Int, outputX: Int, into taps: inout [(pixel: Int, tap: Int)]) {
+        taps.removeAll(keepingCapacity: true)
+        let y0 = outputY * strideHeight - padTop, x0 = outputX * strideWidth - padLeft
+        for ky in 0..<filterHeight {
+            let y = y0 + ky * dilationHeight
+            if y < 0 || y >= inputHeight { continue }
+            for kx in 0..<filterWidth {
+                let x = x0 + kx * dilationWidth
+                if x < 0 || x >= inputWidth { continue }
+                taps.append(((batch * inputHeight + y) * inputWidth + x, ky * filterWidth + kx))
+            }
+        }
+    }
 }
 
 extension WindowGeometry {
@@ -234,23 +251,17 @@ final class QuantizedConvolution: Kernel {
         let patch = g.filterHeight * g.filterWidth * inC
         let inputOffset = self.inputOffset
         var out = 0
+        var taps: [(pixel: Int, tap: Int)] = []
         for b in 0..<g.batches {
             for oy in 0..<g.outputHeight {
                 for ox in 0..<g.outputWidth {
-                    let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                    g.taps(batch: b, outputY: oy, outputX: ox, into: &taps)
                     for oc in 0..<g.outputChannels {
                         var acc: Int32 = 0
-                        for ky in 0..<g.filterHeight {
-                            let y = y0 + ky * g.dilationHeight
-                            if y < 0 || y >= g.inputHeight { continue }
-                            for kx in 0..<g.filterWidth {
-                                let x = x0 + kx * g.dilationWidth
-                                if x < 0 || x >= g.inputWidth { continue }
-                                let pixel = src + ((b * g.inputHeight + y) * g.inputWidth + x) * inC
-                                let weights = filter + oc * patch + (ky * g.filterWidth + kx) * inC
-                                for c in 0..<inC {
-                                    acc &+= weights[c] &* (Int32(pixel[c]) &+ inputOffset)
-                                }
+                        for (pixel, tap) in taps {
+                            let values = src + pixel * inC, weights = filter + oc * patch + tap * inC
+                            for c in 0..<inC {
+                                acc &+= weights[c] &* (Int32(values[c]) &+ inputOffset)
                             }
                         }
                         dst[out] = finish(acc, oc)
@@ -266,22 +277,16 @@ final class QuantizedConvolution: Kernel {
         let inC = g.inputChannels, outC = g.outputChannels
         let inputOffset = self.inputOffset
         var out = 0
+        var taps: [(pixel: Int, tap: Int)] = []
         for b in 0..<g.batches {
             for oy in 0..<g.outputHeight {
                 for ox in 0..<g.outputWidth {
-                    let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                    g.taps(batch: b, outputY: oy, outputX: ox, into: &taps)
                     for oc in 0..<outC {
                         let ic = oc / depthMultiplier
                         var acc: Int32 = 0
-                        for ky in 0..<g.filterHeight {
-                            let y = y0 + ky * g.dilationHeight
-                            if y < 0 || y >= g.inputHeight { continue }
-                            for kx in 0..<g.filterWidth {
-                                let x = x0 + kx * g.dilationWidth
-                                if x < 0 || x >= g.inputWidth { continue }
-                                let value = Int32(src[((b * g.inputHeight + y) * g.inputWidth + x) * inC + ic]) &+ inputOffset
-                                acc &+= filter[(ky * g.filterWidth + kx) * outC + oc] &* value
-                            }
+                        for (pixel, tap) in taps {
+                            acc &+= filter[tap * outC + oc] &* (Int32(src[pixel * inC + ic]) &+ inputOffset)
                         }
                         dst[out] = finish(acc, oc)
                         out += 1
@@ -340,25 +345,19 @@ final class FloatConvolution: Kernel {
         let patch = g.filterHeight * g.filterWidth * inC
         filter.withUnsafeBufferPointer { filter in
             var out = 0
+            var taps: [(pixel: Int, tap: Int)] = []
             for b in 0..<g.batches {
                 for oy in 0..<g.outputHeight {
                     for ox in 0..<g.outputWidth {
-                        let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                        g.taps(batch: b, outputY: oy, outputX: ox, into: &taps)
                         for oc in 0..<outC {
                             var acc: Float = 0
-                            for ky in 0..<g.filterHeight {
-                                let y = y0 + ky * g.dilationHeight
-                                if y < 0 || y >= g.inputHeight { continue }
-                                for kx in 0..<g.filterWidth {
-                                    let x = x0 + kx * g.dilationWidth
-                                    if x < 0 || x >= g.inputWidth { continue }
-                                    let pixel = ((b * g.inputHeight + y) * g.inputWidth + x) * inC
-                                    if depthwise {
-                                        acc += src[pixel + oc / depthMultiplier] * filter[(ky * g.filterWidth + kx) * outC + oc]
-                                    } else {
-                                        let weights = oc * patch + (ky * g.filterWidth + kx) * inC
-                                        for c in 0..<inC { acc += src[pixel + c] * filter[weights + c] }
-                                    }
+                            for (pixel, tap) in taps {
+                                if depthwise {
+                                    acc += src[pixel * inC + oc / depthMultiplier] * filter[tap * outC + oc]
+                                } else {
+                                    let values = pixel * inC, weights = oc * patch + tap * inC
+                                    for c in 0..<inC { acc += src[values + c] * filter[weights + c] }
                                 }
                             }
                             dst[out] = min(max(acc + bias[oc], clamp.min), clamp.max)
@@ -379,6 +378,7 @@ extension FloatConvolution {
         let patch = g.filterHeight * g.filterWidth * inC, picture = g.inputHeight * g.inputWidth * inC
         var quantized = [Int32](repeating: 0, count: picture)
         var out = 0
+        var taps: [(pixel: Int, tap: Int)] = []
         for b in 0..<g.batches {
             let values = UnsafeBufferPointer(start: src + b * picture, count: picture)
             let q = DynamicQuantization(min: values.min() ?? 0, max: values.max() ?? 0)
@@ -386,18 +386,13 @@ extension FloatConvolution {
             for i in 0..<picture { quantized[i] = q.quantize(values[i]) &- q.zeroPoint }
             for oy in 0..<g.outputHeight {
                 for ox in 0..<g.outputWidth {
-                    let y0 = oy * g.strideHeight - g.padTop, x0 = ox * g.strideWidth - g.padLeft
+                    // Taps of picture 0: `quantized` holds this picture alone.
+                    g.taps(batch: 0, outputY: oy, outputX: ox, into: &taps)
                     for oc in 0..<outC {
                         var acc: Int32 = 0
-                        for ky in 0..<g.filterHeight {
-                            let y = y0 + ky * g.dilationHeight
-                            if y < 0 || y >= g.inputHeight { continue }
-                            for kx in 0..<g.filterWidth {
-                                let x = x0 + kx * g.dilationWidth
-                                if x < 0 || x >= g.inputWidth { continue }
-                                let pixel = (y * g.inputWidth + x) * inC, w = oc * patch + (ky * g.filterWidth + kx) * inC
-                                for c in 0..<inC { acc &+= quantized[pixel + c] &* weights[w + c] }
-                            }
+                        for (pixel, tap) in taps {
+                            let values = pixel * inC, w = oc * patch + tap * inC
+                            for c in 0..<inC { acc &+= quantized[values + c] &* weights[w + c] }
                         }
                         let value = bias[oc].addingProduct(Float(acc), q.scale * scales[oc])
                         dst[out] = min(max(value, clamp.min), clamp.max)
