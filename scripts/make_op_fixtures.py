@@ -207,6 +207,23 @@ def save(case, tensors, inputs, outputs, ops):
         np.save(os.path.join(folder, f"xnnpack_output{k}.npy"), default.get_tensor(detail["index"]))
 
 
+def save_then_prelu(case, shape, filt, bias, layer, out, alpha, activation=Act.NONE):
+    """Saves `layer` (reading the input, `filt` and `bias` as tensors 0-2 and writing tensor 3 of shape
+    `out`) followed by TensorFlow's six-operator PReLU (MobileFaceNet's: ABS, SUB, MUL by `alpha`,
+    MUL by 0.5, RELU, ADD with `activation`)."""
+    half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
+    tensors = [T(shape, TT.FLOAT32), filt, bias, T(out, TT.FLOAT32), T(out, TT.FLOAT32), T(out, TT.FLOAT32),
+               alpha, T(out, TT.FLOAT32), half, T(out, TT.FLOAT32), T(out, TT.FLOAT32), T(out, TT.FLOAT32)]
+    save(case, tensors, [0], [11], [
+        layer,
+        (Op.ABS, None, [3], [4], 0, None, None),
+        (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
+        (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
+        (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
+        (Op.RELU, None, [3], [10], 0, None, None),
+        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions", FusedActivationFunction=activation), None)])
+
+
 def unary(case, op, type, shape, in_q, out_q, opt_type=0, opt_fn=None):
     tensors = [T(shape, type, **in_q), T(shape, type, **out_q)]
     save(case, tensors, [0], [1], [(op, None, [0], [1], opt_type, opt_fn, None)])
@@ -699,18 +716,9 @@ def fast_path_cases():
     filt = T([cout, 3, 3, 6], TT.FLOAT32, data=rng.normal(0, 0.3, [cout, 3, 3, 6]).astype(np.float32))
     bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.3, [cout]).astype(np.float32))
     alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
-    half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
-    tensors = [T(shape, TT.FLOAT32), filt, bias, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32),
-               alpha, T(conv_out, TT.FLOAT32), half, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32)]
-    save("conv_then_prelu_pattern_float32", tensors, [0], [11], [
-        (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
-         options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None),
-        (Op.ABS, None, [3], [4], 0, None, None),
-        (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
-        (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
-        (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
-        (Op.RELU, None, [3], [10], 0, None, None),
-        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions", FusedActivationFunction=Act.RELU6), None)])
+    conv = (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
+            options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None)
+    save_then_prelu("conv_then_prelu_pattern_float32", shape, filt, bias, conv, conv_out, alpha, activation=Act.RELU6)
     # BlazeFace's widening residual: ADD(y, PAD(x) with zero channels appended), then a RELU; x is
     # also read by an operator between the PAD and the ADD (its storage must outlive the PAD).
     x, y = [1, 12, 10, 20], [1, 12, 10, 28]
@@ -867,18 +875,9 @@ def hybrid_convolutions():
     filt = T([cout, 3, 3, 6], TT.INT8, data=quantized, scale=scales, zp=np.zeros(cout, np.int64), qdim=0)
     bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.3, [cout]).astype(np.float32))
     alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
-    half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
-    tensors = [T(shape, TT.FLOAT32), filt, bias, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32),
-               alpha, T(conv_out, TT.FLOAT32), half, T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32), T(conv_out, TT.FLOAT32)]
-    save("conv2d_hybrid_then_prelu_pattern", tensors, [0], [11], [
-        (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
-         options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None),
-        (Op.ABS, None, [3], [4], 0, None, None),
-        (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
-        (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
-        (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
-        (Op.RELU, None, [3], [10], 0, None, None),
-        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions"), None)])
+    conv = (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
+            options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None)
+    save_then_prelu("conv2d_hybrid_then_prelu_pattern", shape, filt, bias, conv, conv_out, alpha)
     # MobileFaceNet's depthwise layers are followed by the same PReLU: 40 channels (16, 16 and 8), at
     # stride 1 (sliding columns) and stride 2 (two blocks a pass); each case's LiteRT XNNPACK output
     # is saved as well.
@@ -889,19 +888,10 @@ def hybrid_convolutions():
         filt = T([1, 3, 3, cout], TT.FLOAT32, data=rng.normal(0, 0.3, [1, 3, 3, cout]).astype(np.float32))
         bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.3, [cout]).astype(np.float32))
         alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
-        tensors = [T(shape, TT.FLOAT32), filt, bias, T(out, TT.FLOAT32), T(out, TT.FLOAT32), T(out, TT.FLOAT32),
-                   alpha, T(out, TT.FLOAT32), T([], TT.FLOAT32, data=np.array(0.5, np.float32)), T(out, TT.FLOAT32),
-                   T(out, TT.FLOAT32), T(out, TT.FLOAT32)]
-        save(name, tensors, [0], [11], [
-            (Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions,
-             options("DepthwiseConv2DOptions", Padding=Padding.SAME, StrideW=stride, StrideH=stride, DepthMultiplier=1,
-                     FusedActivationFunction=Act.NONE), None),
-            (Op.ABS, None, [3], [4], 0, None, None),
-            (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
-            (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
-            (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
-            (Op.RELU, None, [3], [10], 0, None, None),
-            (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions"), None)])
+        depthwise = (Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions,
+                     options("DepthwiseConv2DOptions", Padding=Padding.SAME, StrideW=stride, StrideH=stride, DepthMultiplier=1,
+                             FusedActivationFunction=Act.NONE), None)
+        save_then_prelu(name, shape, filt, bias, depthwise, out, alpha)
 
 
 def write_invalid_models():
