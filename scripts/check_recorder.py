@@ -286,6 +286,20 @@ def restart_checks(spotter, work, media):
               after[second["id"]]["state"] == "paused", (before, after))
         clips_after = api(server.port, "GET", "/api/v1/album")[1]["clips"]
         check("and the same clips", [c["id"] for c in clips_after] == [c["id"] for c in clips_before] and clips_before, clips_after)
+        # A file read to the end is a job done: neither the restart nor a change of settings reads it again.
+        finished = before[first["id"]]
+        time.sleep(4)
+        again = server.sources()[first["id"]]
+        check("the file read to the end before the restart stays finished, with its finished_at, and is not read again",
+              finished.get("finished_at") and again["state"] == "finished" and again.get("finished_at") == finished["finished_at"]
+              and again["frames"] == 0, (finished, again))
+        status, patched = api(server.port, "PATCH", f"/api/v1/sources/{first['id']}", {"threshold": 0.6})
+        time.sleep(4)
+        clips_patched = api(server.port, "GET", "/api/v1/album")[1]["clips"]
+        check("PATCH on a finished file keeps its new settings and does not read it again (no new clips)",
+              status == 200 and patched["threshold"] == 0.6 and server.sources()[first["id"]]["state"] == "finished"
+              and server.sources()[first["id"]]["frames"] == 0
+              and [c["id"] for c in clips_patched] == [c["id"] for c in clips_before], (patched, len(clips_patched)))
         status, _ = api(server.port, "DELETE", f"/api/v1/sources/{second['id']}")
         server.stop()
         server = Server(spotter, album, "--media-dir", os.path.dirname(WALK))

@@ -153,17 +153,22 @@ public struct StoredSource: Codable, Sendable, Equatable, FetchableRecord, Persi
     /// Order of the source list.
     public var position: Int
     public var createdAt: String
+    /// When a file source read its file to the end (nil: not yet, or a live source). A finished
+    /// file is not read again at the next start or when its settings change.
+    public var finishedAt: String?
 
     enum CodingKeys: String, CodingKey {
         case id, settings, position
         case createdAt = "created_at"
+        case finishedAt = "finished_at"
     }
 
-    public init(id: String, settings: String, position: Int, createdAt: String = Album.timestamp()) {
+    public init(id: String, settings: String, position: Int, createdAt: String = Album.timestamp(), finishedAt: String? = nil) {
         self.id = id
         self.settings = settings
         self.position = position
         self.createdAt = createdAt
+        self.finishedAt = finishedAt
     }
 }
 
@@ -404,6 +409,7 @@ public final class Album: @unchecked Sendable {
         let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
         return try db.tableExists(CountEntry.databaseTableName) && ["incomplete", "started_at", "ended_at", "objects"].allSatisfy(columns.contains)
             && requiredColumns.isSubset(of: columns)
+            && db.columns(in: StoredSource.databaseTableName).contains { $0.name == "finished_at" }
     }
 
     /// Columns every version of the clips table had.
@@ -457,6 +463,10 @@ public final class Album: @unchecked Sendable {
             t.column("settings", .text).notNull()
             t.column("position", .integer).notNull()
             t.column("created_at", .text).notNull()
+            t.column("finished_at", .text)
+        }
+        if try !db.columns(in: StoredSource.databaseTableName).contains(where: { $0.name == "finished_at" }) {
+            try db.alter(table: StoredSource.databaseTableName) { t in t.add(column: "finished_at", .text) }
         }
     }
 
@@ -528,6 +538,19 @@ public final class Album: @unchecked Sendable {
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func store(_ source: StoredSource) throws {
         do { try database.write { db in try source.save(db) } } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
+    }
+
+    /// Notes that the file source `id` was read to the end (nothing when it is not kept).
+    ///
+    /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
+    public func markSourceFinished(id: String, at time: String = Album.timestamp()) throws {
+        do {
+            try database.write { db in
+                try db.execute(sql: "UPDATE \(StoredSource.databaseTableName) SET finished_at = ? WHERE id = ?", arguments: [time, id])
+            }
+        } catch {
             throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
         }
     }

@@ -235,6 +235,8 @@ final class LiveSource: @unchecked Sendable {
     private var stopFlag: StopFlag?
     private var stopped = false
     private var lastLatencyMilliseconds = 0.0
+    /// When the file was read to the end (``StoredSource/finishedAt``); such a source is not read again.
+    private var finishedAt: String?
     // JPEGs of recent frames, made on first request; guarded by `encodeLock`.
     private let encodeLock = NSLock()
     private var encoded: [(number: Int, boxes: Bool, bytes: ByteBuffer)] = []
@@ -245,8 +247,13 @@ final class LiveSource: @unchecked Sendable {
     /// The server's address for URLs in events and webhooks (``ServerConfiguration/externalBase``).
     let publicBase: String
 
-    init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved, origin: SourcePolicy.Origin, defaults: DetectionDefaults, publicBase: String) {
+    /// - Parameter finishedAt: when the file was read to the end, before: the source shows it as
+    ///   `finished` and does not read it again.
+    init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved, origin: SourcePolicy.Origin, defaults: DetectionDefaults, publicBase: String,
+         finishedAt: String? = nil) {
         self.id = id
+        self.finishedAt = finishedAt
+        if finishedAt != nil { state = .finished }
         self.publicBase = publicBase
         self.spec = spec
         self.access = access
@@ -257,6 +264,9 @@ final class LiveSource: @unchecked Sendable {
         threshold = spec.threshold ?? defaults.threshold
         albumSource = Album.sourceName(path)
     }
+
+    /// When the file was read to the end (nil: not yet, or a live source).
+    var finishedTime: String? { lock.withLock { finishedAt } }
 
     /// The input as people may see it: a password in its URL as `***`.
     var shownInput: String { Album.redactingPassword(spec.input) }
@@ -278,9 +288,10 @@ final class LiveSource: @unchecked Sendable {
     }
 
     /// Starts the run on a thread of its own: opens the input, then reads, detects on the shared
-    /// pool and records until stopped (a file until its end). A paused source does not start.
+    /// pool and records until stopped (a file until its end). A paused source does not start, nor
+    /// does a file read to the end before (add it again to read it again).
     func start(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub) {
-        guard !(spec.paused ?? false) else {
+        guard !(spec.paused ?? false), lock.withLock({ finishedAt }) == nil else {
             ended.signal()
             return
         }
@@ -368,6 +379,12 @@ final class LiveSource: @unchecked Sendable {
                 connectionBase = stats
             }
         case .state(let state, let message):
+            if state == .finished {
+                // Kept, so that neither the next start nor a change of settings reads it again.
+                let time = Album.timestamp()
+                lock.withLock { finishedAt = time }
+                if origin == .api { try? album.markSourceFinished(id: id, at: time) }
+            }
             update(state: state, message: message, events: events)
             if [.finished, .stopped, .failed].contains(state) { flushCounts(album) }
         case .progress(let current):
@@ -546,6 +563,7 @@ final class LiveSource: @unchecked Sendable {
                 "rtsp_transport": spec.rtspTransport ?? "tcp",
             ]
             if let message { object["message"] = message }
+            if let finishedAt { object["finished_at"] = finishedAt }
             if let zones = spec.zones, let data = try? JSONEncoder().encode(zones), let json = try? JSONSerialization.jsonObject(with: data) {
                 object["zones"] = json
             }
@@ -625,10 +643,12 @@ final class SourceHub: @unchecked Sendable {
 
     /// Starts a source; one from the API is kept in the album's index for the next start.
     ///
-    /// - Parameter id: the id to use (a restored source's); default the next free one.
+    /// - Parameters:
+    ///   - id: the id to use (a restored source's); default the next free one.
+    ///   - finishedAt: a restored file source's end (``StoredSource/finishedAt``): it is not read again.
     /// - Throws: ``AddError``.
     @discardableResult
-    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil) throws -> LiveSource {
+    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil) throws -> LiveSource {
         let access = try prepare(spec, origin: origin)
         let source: LiveSource = try lock.withLock {
             guard !closed else { throw AddError.shuttingDown }
@@ -644,7 +664,8 @@ final class SourceHub: @unchecked Sendable {
                 chosen = "s\(next)"
                 next += 1
             }
-            let source = LiveSource(id: chosen, spec: spec, access: access, origin: origin, defaults: defaults, publicBase: publicBase)
+            let source = LiveSource(id: chosen, spec: spec, access: access, origin: origin, defaults: defaults, publicBase: publicBase,
+                                    finishedAt: finishedAt)
             sources[source.id] = source
             order.append(source.id)
             return source
@@ -668,7 +689,7 @@ final class SourceHub: @unchecked Sendable {
         let position = lock.withLock { order.firstIndex(of: source.id) ?? order.count }
         do {
             let settings = String(decoding: try JSONEncoder().encode(source.spec), as: UTF8.self)
-            try album.store(StoredSource(id: source.id, settings: settings, position: position))
+            try album.store(StoredSource(id: source.id, settings: settings, position: position, finishedAt: source.finishedTime))
         } catch {
             throw AddError.cannotStore("\(error)")
         }
@@ -687,7 +708,7 @@ final class SourceHub: @unchecked Sendable {
         for entry in stored {
             do {
                 let spec = try JSONDecoder().decode(SourceSpec.self, from: Data(entry.settings.utf8))
-                try add(spec, origin: .api, id: entry.id)
+                try add(spec, origin: .api, id: entry.id, finishedAt: entry.finishedAt)
             } catch {
                 failures.append((entry.id, error))
             }
@@ -704,7 +725,9 @@ final class SourceHub: @unchecked Sendable {
         let spec = old.spec.merging(patch)
         let access = try prepare(spec, origin: old.origin)
         await old.stop()
-        let source = LiveSource(id: id, spec: spec, access: access, origin: old.origin, defaults: defaults, publicBase: publicBase)
+        // A file read to the end stays finished: its new settings apply if it is added again.
+        let source = LiveSource(id: id, spec: spec, access: access, origin: old.origin, defaults: defaults, publicBase: publicBase,
+                                finishedAt: old.finishedTime)
         try lock.withLock {
             guard !closed else { throw AddError.shuttingDown }
             sources[id] = source
