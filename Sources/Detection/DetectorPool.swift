@@ -1,5 +1,6 @@
 import Foundation
 import Imaging
+import Synchronization
 
 /// A fixed set of single-threaded detectors shared by everything that detects in one process
 /// (video sources, HTTP requests): each call borrows one detector, and callers wait their turn in
@@ -12,14 +13,24 @@ import Imaging
 /// let result = try await pool.withDetector { try $0.detect(image) }   // from a task
 /// ```
 public final class DetectorPool: @unchecked Sendable {
-    // `idle` and `waiters` are guarded by `lock`; `detectors` is immutable and each detector is
-    // used only by the one caller that borrowed its index.
+    // Unchecked only for `detectors`, which are not Sendable: the array is immutable and each
+    // detector is used only by the one caller that borrowed its index from `state`.
     private let detectors: [ObjectDetector]
-    private let lock = NSLock()
-    private var idle: [Int]
-    private var waiters: [Waiter] = []
-    private var busyNanoseconds: UInt64 = 0
-    private var calls = 0
+    private let state: Mutex<State>
+
+    private struct State {
+        var idle: [Int]
+        var waiters: [Waiter] = []
+        var busyNanoseconds: UInt64 = 0
+        var calls = 0
+
+        /// A free detector when nobody waits before us; otherwise queues `waiter`.
+        mutating func takeIdle(orEnqueue waiter: Waiter) -> Int? {
+            if waiters.isEmpty, let index = idle.popLast() { return index }
+            waiters.append(waiter)
+            return nil
+        }
+    }
 
     private enum Waiter {
         case thread(Handoff)
@@ -27,10 +38,10 @@ public final class DetectorPool: @unchecked Sendable {
     }
 
     /// Where a waiting thread receives its detector's index.
-    private final class Handoff: @unchecked Sendable {
-        // `index` is written once by the releasing thread before `ready` is signalled.
+    private final class Handoff: Sendable {
         let ready = DispatchSemaphore(value: 0)
-        var index = 0
+        /// Written by the releasing thread before `ready` is signalled.
+        let index = Mutex(0)
     }
 
     /// - Parameters:
@@ -41,7 +52,7 @@ public final class DetectorPool: @unchecked Sendable {
         var options = options
         options.threadCount = 1
         detectors = try (0..<max(1, count)).map { _ in try ObjectDetector(modelPath: modelPath, options: options) }
-        idle = Array(detectors.indices)
+        state = Mutex(State(idle: Array(detectors.indices)))
     }
 
     /// Detectors in the pool.
@@ -52,18 +63,18 @@ public final class DetectorPool: @unchecked Sendable {
 
     /// Calls made and seconds spent inside them, over all detectors.
     public var totals: (calls: Int, seconds: Double) {
-        lock.withLock { (calls, Double(busyNanoseconds) / 1e9) }
+        state.withLock { ($0.calls, Double($0.busyNanoseconds) / 1e9) }
     }
 
     /// Runs `body` with a detector of its own, blocking the calling thread until one is free.
     public func withDetector<T>(_ body: (ObjectDetector) throws -> T) rethrows -> T {
         let handoff = Handoff()
         let index: Int
-        if let free = lock.withLock({ takeIdle(orEnqueue: .thread(handoff)) }) {
+        if let free = state.withLock({ $0.takeIdle(orEnqueue: .thread(handoff)) }) {
             index = free
         } else {
             handoff.ready.wait()
-            index = handoff.index
+            index = handoff.index.withLock { $0 }
         }
         return try measure(index, body)
     }
@@ -71,7 +82,7 @@ public final class DetectorPool: @unchecked Sendable {
     /// Runs `body` with a detector of its own, suspending until one is free.
     public func withDetector<T>(_ body: (ObjectDetector) throws -> T) async rethrows -> T {
         let index = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-            if let free = lock.withLock({ takeIdle(orEnqueue: .task(continuation)) }) { continuation.resume(returning: free) }
+            if let free = state.withLock({ $0.takeIdle(orEnqueue: .task(continuation)) }) { continuation.resume(returning: free) }
         }
         return try measure(index, body)
     }
@@ -82,27 +93,20 @@ public final class DetectorPool: @unchecked Sendable {
         return try body(detectors[index])
     }
 
-    /// Under `lock`: a free detector when nobody waits before us; otherwise queues `waiter`.
-    private func takeIdle(orEnqueue waiter: Waiter) -> Int? {
-        if waiters.isEmpty, let index = idle.popLast() { return index }
-        waiters.append(waiter)
-        return nil
-    }
-
     private func release(_ index: Int, nanoseconds: UInt64) {
-        let next: Waiter? = lock.withLock {
-            busyNanoseconds += nanoseconds
-            calls += 1
-            if waiters.isEmpty {
-                idle.append(index)
+        let next: Waiter? = state.withLock { state in
+            state.busyNanoseconds += nanoseconds
+            state.calls += 1
+            if state.waiters.isEmpty {
+                state.idle.append(index)
                 return nil
             }
-            return waiters.removeFirst()
+            return state.waiters.removeFirst()
         }
         switch next {
         case .none: break
         case .thread(let handoff):
-            handoff.index = index
+            handoff.index.withLock { $0 = index }
             handoff.ready.signal()
         case .task(let continuation):
             continuation.resume(returning: index)

@@ -1,6 +1,7 @@
 import Detection
 import Foundation
 import Imaging
+import Synchronization
 
 /// Puts names on person detections: on frames with a person, finds the faces, and gives each
 /// person box the identity of the recognizable face inside it (its centre in the box; the largest
@@ -48,26 +49,28 @@ public final class PersonNamer {
 /// all are busy. Give it as many namers as the detector pool has detectors and call it while
 /// holding a detector, so face work stays inside the same per-core budget and never waits.
 public final class NamerPool: @unchecked Sendable {
-    // `free` is guarded by `lock`; a namer is used only by the caller that took it.
-    private let lock = NSLock()
-    private var free: [PersonNamer]
+    // Unchecked only for `namers`, which are not Sendable: the array is immutable and each namer
+    // is used only by the caller that took its index from `free`.
+    private let namers: [PersonNamer]
+    private let free: Mutex<[Int]>
     private let available: DispatchSemaphore
 
     /// - Parameter namers: at least one; each is used by one thread at a time.
     public init(_ namers: [PersonNamer]) {
         precondition(!namers.isEmpty, "a namer pool needs a namer")
-        free = namers
+        self.namers = namers
+        free = Mutex(Array(namers.indices))
         available = DispatchSemaphore(value: namers.count)
     }
 
     /// ``PersonNamer/name(_:in:)`` on a free namer.
     public func name(_ detections: [Detection], in image: Image) throws -> [Detection] {
         available.wait()
-        let namer = lock.withLock { free.removeLast() }
+        let index = free.withLock { $0.removeLast() }
         defer {
-            lock.withLock { free.append(namer) }
+            free.withLock { $0.append(index) }
             available.signal()
         }
-        return try namer.name(detections, in: image)
+        return try namers[index].name(detections, in: image)
     }
 }

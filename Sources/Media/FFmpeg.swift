@@ -167,13 +167,16 @@ public final class ReadCancellation: Sendable {
 /// Lets blocking FFmpeg I/O (connect, read) give up: after a deadline, or when another thread
 /// asks (SIGINT). FFmpeg polls `shouldStop` through the format context's interrupt callback about
 /// every 100 ms while it waits.
-final class IOInterrupt: @unchecked Sendable {
-    // Every stored property is guarded by `lock`: the reader's thread arms it, any thread interrupts.
-    private let lock = NSLock()
-    private var deadline: ContinuousClock.Instant?
-    private var interrupted = false
-    private var expired = false
-    /// Shared with other readers of the same source; immutable and Sendable.
+final class IOInterrupt: Sendable {
+    /// The reader's thread arms it, any thread interrupts.
+    private struct State {
+        var deadline: ContinuousClock.Instant?
+        var interrupted = false
+        var expired = false
+    }
+
+    private let state = Mutex(State())
+    /// Shared with other readers of the same source.
     private let cancellation: ReadCancellation?
 
     init(cancellation: ReadCancellation? = nil) {
@@ -182,27 +185,26 @@ final class IOInterrupt: @unchecked Sendable {
 
     /// Starts a deadline `seconds` from now (nil: none) and clears an earlier expiry.
     func arm(_ seconds: Double?) {
-        lock.lock()
-        deadline = seconds.map { .now + .milliseconds(Int($0 * 1000)) }
-        expired = false
-        lock.unlock()
+        state.withLock {
+            $0.deadline = seconds.map { .now + .milliseconds(Int($0 * 1000)) }
+            $0.expired = false
+        }
     }
 
     /// Makes every blocking call return now and from now on.
     func interrupt() {
-        lock.lock()
-        interrupted = true
-        lock.unlock()
+        state.withLock { $0.interrupted = true }
     }
 
-    var wasInterrupted: Bool { lock.withLock { interrupted } || (cancellation?.isCancelled ?? false) }
-    var hasExpired: Bool { lock.withLock { expired } }
+    var wasInterrupted: Bool { state.withLock { $0.interrupted } || (cancellation?.isCancelled ?? false) }
+    var hasExpired: Bool { state.withLock { $0.expired } }
 
     var shouldStop: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if let deadline, ContinuousClock.now > deadline { expired = true }
-        return interrupted || expired || (cancellation?.isCancelled ?? false)
+        let stop = state.withLock { state in
+            if let deadline = state.deadline, ContinuousClock.now > deadline { state.expired = true }
+            return state.interrupted || state.expired
+        }
+        return stop || (cancellation?.isCancelled ?? false)
     }
 
     /// The C callback FFmpeg calls with `Unmanaged.passUnretained(self)` as its argument.

@@ -4,6 +4,7 @@ import Imaging
 import Media
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// One recorded clip, as the album's index stores it.
@@ -195,27 +196,29 @@ public enum AlbumError: Error, Equatable, Sendable, CustomStringConvertible {
 /// A clip file created for one writer: the name is taken atomically (`O_EXCL`) and the file stays
 /// locked (`flock`) until the reservation is released, so no other process writes to it or adopts it
 /// as an orphan while it is being recorded.
-public final class ClipReservation: @unchecked Sendable {
-    // The descriptor is only closed once, in `release()` or `deinit`, by the one owner.
+public final class ClipReservation: Sendable {
     /// Paths relative to the album.
     public let clip: String
     public let thumbnail: String
     /// Absolute path of the clip file.
     public let path: String
-    private var descriptor: Int32
+    /// The locked file's descriptor, -1 once released (closed once, whichever thread releases it).
+    private let descriptor: Mutex<Int32>
 
     init(clip: String, thumbnail: String, path: String, descriptor: Int32) {
         self.clip = clip
         self.thumbnail = thumbnail
         self.path = path
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
     }
 
     /// Unlocks the file (after its index row is written, or after it was removed).
     public func release() {
-        guard descriptor >= 0 else { return }
-        close(descriptor)
-        descriptor = -1
+        let open = descriptor.withLock { descriptor in
+            defer { descriptor = -1 }
+            return descriptor
+        }
+        if open >= 0 { close(open) }
     }
 
     deinit { release() }
@@ -264,15 +267,16 @@ public struct IndexRecovery: Sendable, Equatable {
 /// by time; each is reserved with `O_EXCL`, so two runs (threads or processes) never share one.
 /// Several processes may record into one album at once. Safe to use from several threads (GRDB
 /// serializes database access; a reservation belongs to one writer).
-public final class Album: @unchecked Sendable {
-    // `sequence` is guarded by `lock`; everything else is immutable or thread-safe (GRDB's pool).
+public final class Album: Sendable {
     public let directory: URL
-    private let database: DatabaseReader & DatabaseWriter
+    /// GRDB's queue or pool, which serializes access.
+    private let database: any DatabaseReader & DatabaseWriter
     /// Set when the index was damaged and has been rebuilt from the clips on opening.
-    public private(set) var recovery: IndexRecovery?
+    public var recovery: IndexRecovery? { recovered.withLock { $0 } }
+    private let recovered = Mutex<IndexRecovery?>(nil)
     private let runStamp: String
-    private let lock = NSLock()
-    private var sequence = 0
+    /// The last clip number this run reserved.
+    private let sequence = Mutex(0)
     /// Width of thumbnails, in pixels. The full-size best frame is kept beside each.
     public static let thumbnailWidth = 320
 
@@ -331,9 +335,10 @@ public final class Album: @unchecked Sendable {
             throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
         }
         runStamp = UTCTime.compact(Date())
+        temporaryCopy = nil
         if let damage {
             let report = try repair()
-            recovery = IndexRecovery(keptAs: damage.keptAs, reason: damage.reason, rebuilt: report.adopted.count)
+            recovered.withLock { $0 = IndexRecovery(keptAs: damage.keptAs, reason: damage.reason, rebuilt: report.adopted.count) }
         }
     }
 
@@ -363,7 +368,7 @@ public final class Album: @unchecked Sendable {
     }
 
     /// The private copy of a read-only album's index, removed with the album.
-    private var temporaryCopy: URL?
+    private let temporaryCopy: URL?
 
     deinit {
         if let temporaryCopy { try? FileManager.default.removeItem(at: temporaryCopy) }
@@ -570,10 +575,11 @@ public final class Album: @unchecked Sendable {
     /// - Throws: ``AlbumError/cannotReserveClip(path:reason:)``.
     public func reserveClip() throws -> ClipReservation {
         while true {
-            lock.lock()
-            sequence += 1
-            let stem = "\(runStamp)-\(UTCTime.pad(sequence, 3))"
-            lock.unlock()
+            let number = sequence.withLock { sequence in
+                sequence += 1
+                return sequence
+            }
+            let stem = "\(runStamp)-\(UTCTime.pad(number, 3))"
             let clip = "clips/\(stem).mp4"
             let path = directory.appendingPathComponent(clip).path
             let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)

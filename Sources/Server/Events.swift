@@ -4,12 +4,13 @@ import Hummingbird
 import NIOCore
 import Pipeline
 import ServiceLifecycle
+import Synchronization
 
 /// The server's event streams: every event is serialized once and handed to each subscriber, as
 /// Server-Sent Events (`GET /api/v1/events`) or as the live view's stream (`GET /api/v1/live`),
 /// which carries each detection with the JPEG of its frame. A subscriber that reads too slowly
 /// loses its oldest undelivered events and skips to the newest frame; it never slows the sources.
-final class EventHub: @unchecked Sendable {
+final class EventHub: Sendable {
     /// One event as a subscriber's stream sends it.
     struct Message: Sendable {
         let type: String
@@ -32,14 +33,13 @@ final class EventHub: @unchecked Sendable {
     }
 
     /// A subscriber's stream, which events it wants and the newest frame sent to it per source.
-    private final class Subscriber: @unchecked Sendable {
+    private final class Subscriber: Sendable {
         let continuation: AsyncStream<Message>.Continuation
         let sources: Set<String>?
         let types: Set<String>?
         let format: Format
-        // Guarded by `lock`.
-        private let lock = NSLock()
-        private var newest: [String: Int] = [:]
+        /// The newest frame sent, per source.
+        private let newest = Mutex<[String: Int]>([:])
 
         init(continuation: AsyncStream<Message>.Continuation, sources: Set<String>?, types: Set<String>?, format: Format) {
             self.continuation = continuation
@@ -53,21 +53,23 @@ final class EventHub: @unchecked Sendable {
         }
 
         func send(_ message: Message) {
-            if let frame = message.frame, let source = message.source { lock.withLock { newest[source] = frame } }
+            if let frame = message.frame, let source = message.source { newest.withLock { $0[source] = frame } }
             continuation.yield(message)
         }
 
         /// Whether a newer frame of the same source is already on its way.
         func isStale(_ message: Message) -> Bool {
             guard let frame = message.frame, let source = message.source else { return false }
-            return lock.withLock { (newest[source] ?? frame) > frame }
+            return newest.withLock { ($0[source] ?? frame) > frame }
         }
     }
 
-    // `subscribers` and `finished` are guarded by `lock`.
-    private let lock = NSLock()
-    private var subscribers: [UUID: Subscriber] = [:]
-    private var finished = false
+    private let state = Mutex(State())
+
+    private struct State {
+        var subscribers: [UUID: Subscriber] = [:]
+        var finished = false
+    }
     /// Events a subscriber may have waiting; past that its oldest are dropped.
     static let backlog = 256
 
@@ -93,12 +95,12 @@ final class EventHub: @unchecked Sendable {
     }
 
     private func wanted(type: String, source: String?) -> Bool {
-        lock.withLock { subscribers.values.contains { $0.wants(type: type, source: source) } }
+        state.withLock { $0.subscribers.values.contains { $0.wants(type: type, source: source) } }
     }
 
     /// Sends the JSON object `data` (with its `type` and `source`) to every subscriber that wants it.
     private func publish(_ type: String, source: String?, json data: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?) {
-        let all = lock.withLock { subscribers.values.filter { $0.wants(type: type, source: source) } }
+        let all = state.withLock { $0.subscribers.values.filter { $0.wants(type: type, source: source) } }
         guard !all.isEmpty else { return }
         var serverSent: Message?
         var live: Message?
@@ -145,26 +147,26 @@ final class EventHub: @unchecked Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingNewest(Self.backlog))
         let id = UUID()
         let subscriber = Subscriber(continuation: continuation, sources: sources, types: types, format: format)
-        let accepted = lock.withLock {
-            if finished { return false }
-            subscribers[id] = subscriber
+        let accepted = state.withLock { state in
+            if state.finished { return false }
+            state.subscribers[id] = subscriber
             return true
         }
         if !accepted { continuation.finish() }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            _ = self.lock.withLock { self.subscribers.removeValue(forKey: id) }
+            _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
         return (stream, subscriber)
     }
 
-    var subscriberCount: Int { lock.withLock { subscribers.count } }
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// Ends every stream (shutdown).
     func finishAll() {
-        let all = lock.withLock {
-            finished = true
-            return Array(subscribers.values)
+        let all = state.withLock { state in
+            state.finished = true
+            return Array(state.subscribers.values)
         }
         for subscriber in all { subscriber.continuation.finish() }
     }

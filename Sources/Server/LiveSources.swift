@@ -5,6 +5,7 @@ import Imaging
 import Media
 import Pipeline
 import Rectangles
+import Synchronization
 import Tracking
 
 /// A source as `POST /api/v1/sources` (and the config file) describe it.
@@ -192,7 +193,7 @@ public struct DetectionDefaults: Sendable, Equatable {
 /// One running source of `spotter serve`: a thread runs its ``SourceRun`` (reader, shared detector
 /// pool, clip recorder); the live view reads its latest frames, encoded to JPEG once each however
 /// many people watch.
-final class LiveSource: @unchecked Sendable {
+final class LiveSource: Sendable {
     let id: String
     let spec: SourceSpec
     /// Where the source was given: the API (kept across restarts) or the config file.
@@ -208,39 +209,53 @@ final class LiveSource: @unchecked Sendable {
     let created = Date()
 
     /// What the live view needs of one frame.
-    struct Shot {
+    struct Shot: Sendable {
         let number: Int
         let frame: DetectedFrame
     }
 
-    // Everything below is guarded by `lock`.
-    private let lock = NSLock()
-    private var state = SourceRun.State.opening
-    private var message: String?
-    private var info: VideoReader.Info?
-    private var stats = PipelineStats()
-    private var connectionBase = PipelineStats()
-    private var frames = 0
-    private var recording = false
-    private var clips = 0
-    private var recent: [Shot] = []
-    /// The last analyzed frame's analysis (for drawing the frames motion gating skipped).
-    private var lastAnalysis: FrameAnalysis?
-    /// Tracked objects now, and zone and line counts not yet written to the album.
-    private var objects = 0
-    private var pendingCounts: [String: CountEntry] = [:]
-    private var countsFlushed = ContinuousClock.now
-    /// JPEGs of the best frames of the objects that ended last, by track id.
-    private var snapshots: [(track: Int, bytes: ByteBuffer)] = []
-    private var stopFlag: StopFlag?
-    private var stopped = false
-    private var lastLatencyMilliseconds = 0.0
-    /// When the file was read to the end (``StoredSource/finishedAt``); such a source is not read again.
-    private var finishedAt: String?
-    // JPEGs of recent frames, made on first request; guarded by `encodeLock`.
-    private let encodeLock = NSLock()
-    private var encoded: [(number: Int, boxes: Bool, bytes: ByteBuffer)] = []
-    private var annotator: Annotator?
+    /// What the run's threads update and the API reads.
+    private struct Status: Sendable {
+        var state = SourceRun.State.opening
+        var message: String?
+        var info: VideoReader.Info?
+        var stats = PipelineStats()
+        var connectionBase = PipelineStats()
+        var frames = 0
+        var recording = false
+        var clips = 0
+        var recent: [Shot] = []
+        /// The last analyzed frame's analysis (for drawing the frames motion gating skipped).
+        var lastAnalysis: FrameAnalysis?
+        /// Tracked objects now, and zone and line counts not yet written to the album.
+        var objects = 0
+        var pendingCounts: [String: CountEntry] = [:]
+        var countsFlushed = ContinuousClock.now
+        /// JPEGs of the best frames of the objects that ended last, by track id.
+        var snapshots: [(track: Int, bytes: ByteBuffer)] = []
+        var stopFlag: StopFlag?
+        var stopped = false
+        /// When the file was read to the end (``StoredSource/finishedAt``); such a source is not read again.
+        var finishedAt: String?
+
+        /// How far a file job is (nil for live sources, loops and unknown lengths).
+        func progress(loops: Bool) -> Double? {
+            guard let info, !info.isLive, !loops else { return nil }
+            if let count = info.frameCount, count > 0 { return min(1, Double(stats.received) / Double(count)) }
+            if let duration = info.duration, duration > 0, let rate = info.frameRate { return min(1, Double(stats.received) / (duration * rate)) }
+            return nil
+        }
+    }
+
+    private let guarded = Mutex(Status())
+
+    /// JPEGs of recent frames, made on first request, and the annotator that draws their boxes.
+    private struct Encoded {
+        var frames: [(number: Int, boxes: Bool, bytes: ByteBuffer)] = []
+        var annotator: Annotator?
+    }
+
+    private let encoded = Mutex(Encoded())
     /// Signalled when the run's thread ends.
     private let ended = DispatchSemaphore(value: 0)
 
@@ -252,8 +267,12 @@ final class LiveSource: @unchecked Sendable {
     init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved, origin: SourcePolicy.Origin, defaults: DetectionDefaults, publicBase: String,
          finishedAt: String? = nil) {
         self.id = id
-        self.finishedAt = finishedAt
-        if finishedAt != nil { state = .finished }
+        if let finishedAt {
+            guarded.withLock {
+                $0.finishedAt = finishedAt
+                $0.state = .finished
+            }
+        }
         self.publicBase = publicBase
         self.spec = spec
         self.access = access
@@ -266,7 +285,7 @@ final class LiveSource: @unchecked Sendable {
     }
 
     /// When the file was read to the end (nil: not yet, or a live source).
-    var finishedTime: String? { lock.withLock { finishedAt } }
+    var finishedTime: String? { guarded.withLock { s in s.finishedAt } }
 
     /// The input as people may see it: a password in its URL as `***`.
     var shownInput: String { Album.redactingPassword(spec.input) }
@@ -291,7 +310,7 @@ final class LiveSource: @unchecked Sendable {
     /// pool and records until stopped (a file until its end). A paused source does not start, nor
     /// does a file read to the end before (add it again to read it again).
     func start(album: Album, pool: DetectorPool, refine: DetectionRefiner?, events: EventHub) {
-        guard !(spec.paused ?? false), lock.withLock({ finishedAt }) == nil else {
+        guard !(spec.paused ?? false), guarded.withLock({ s in s.finishedAt }) == nil else {
             ended.signal()
             return
         }
@@ -333,9 +352,9 @@ final class LiveSource: @unchecked Sendable {
             }
             let run = SourceRun(input: path, options: options, recorder: makeRecorder, analyzer: analyzer,
                                 events: { [self] event in handle(event, events: events, album: album) })
-            let stopNow = lock.withLock {
-                stopFlag = run.stopRequested
-                return stopped
+            let stopNow = guarded.withLock { s in
+                s.stopFlag = run.stopRequested
+                return s.stopped
             }
             if stopNow { run.stopRequested.set() }
             // A failure was reported as the `failed` state with its message.
@@ -347,9 +366,9 @@ final class LiveSource: @unchecked Sendable {
 
     /// Stops the run and waits (off the caller's task) until its open clip is finished.
     func stop() async {
-        let flag = lock.withLock {
-            stopped = true
-            return stopFlag
+        let flag = guarded.withLock { s in
+            s.stopped = true
+            return s.stopFlag
         }
         flag?.set()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -362,9 +381,9 @@ final class LiveSource: @unchecked Sendable {
     }
 
     private func update(state: SourceRun.State, message: String?, events: EventHub) {
-        lock.withLock {
-            self.state = state
-            self.message = message
+        guarded.withLock { s in
+            s.state = state
+            s.message = message
         }
         var object: [String: Any] = ["state": state.rawValue]
         if let message { object["message"] = message }
@@ -374,28 +393,28 @@ final class LiveSource: @unchecked Sendable {
     private func handle(_ event: SourceRun.Event, events: EventHub, album: Album) {
         switch event {
         case .opened(let info):
-            lock.withLock {
-                self.info = info
-                connectionBase = stats
+            guarded.withLock { s in
+                s.info = info
+                s.connectionBase = s.stats
             }
         case .state(let state, let message):
             if state == .finished {
                 // Kept, so that neither the next start nor a change of settings reads it again.
                 let time = Album.timestamp()
-                lock.withLock { finishedAt = time }
+                guarded.withLock { s in s.finishedAt = time }
                 if origin == .api { try? album.markSourceFinished(id: id, at: time) }
             }
             update(state: state, message: message, events: events)
             if [.finished, .stopped, .failed].contains(state) { flushCounts(album) }
         case .progress(let current):
-            let (fraction, snapshot) = lock.withLock { () -> (Double?, PipelineStats) in
-                stats.received = connectionBase.received + current.received
-                stats.processed = connectionBase.processed + current.processed
-                stats.dropped = connectionBase.dropped + current.dropped
-                stats.skipped = connectionBase.skipped + current.skipped
-                stats.elapsed = connectionBase.elapsed + current.elapsed
-                stats.inferenceMilliseconds = current.inferenceMilliseconds
-                return (progressFraction, stats)
+            let (fraction, snapshot) = guarded.withLock { s -> (Double?, PipelineStats) in
+                s.stats.received = s.connectionBase.received + current.received
+                s.stats.processed = s.connectionBase.processed + current.processed
+                s.stats.dropped = s.connectionBase.dropped + current.dropped
+                s.stats.skipped = s.connectionBase.skipped + current.skipped
+                s.stats.elapsed = s.connectionBase.elapsed + current.elapsed
+                s.stats.inferenceMilliseconds = current.inferenceMilliseconds
+                return (s.progress(loops: spec.loop ?? false), s.stats)
             }
             var object: [String: Any] = [
                 "processed": snapshot.processed, "received": snapshot.received, "dropped": snapshot.dropped,
@@ -410,21 +429,21 @@ final class LiveSource: @unchecked Sendable {
             }
             flushCounts(album, ifOlderThan: .seconds(10))
         case .frame(let item):
-            let number = lock.withLock { () -> Int in
-                frames += 1
+            let number = guarded.withLock { s -> Int in
+                s.frames += 1
                 if let analysis = item.analysis {
-                    lastAnalysis = analysis
-                    objects = analysis.tracks.count
+                    s.lastAnalysis = analysis
+                    s.objects = analysis.tracks.count
                 }
-                recent.append(Shot(number: frames, frame: item))
-                if recent.count > 4 { recent.removeFirst() }
-                return frames
+                s.recent.append(Shot(number: s.frames, frame: item))
+                if s.recent.count > 4 { s.recent.removeFirst() }
+                return s.frames
             }
             if let analysis = item.analysis {
                 publish(analysis.events, time: analysis.time, frame: number, events: events)
                 count(analysis.events)
             }
-            guard events.subscriberCount > 0, let analysis = item.analysis ?? lock.withLock({ lastAnalysis }) else { return }
+            guard events.subscriberCount > 0, let analysis = item.analysis ?? guarded.withLock({ s in s.lastAnalysis }) else { return }
             let frame = LiveFrame(source: id, number: number, analysis: analysis, decodedAt: item.decodedAt, width: item.frame.image.width,
                                   height: item.frame.image.height, inferenceMilliseconds: item.inferenceMilliseconds)
             events.publish("detection", source: id, encoding: frame, frame: number, jpeg: { [self] in try? jpeg(frame: number, boxes: false)?.bytes })
@@ -440,9 +459,9 @@ final class LiveSource: @unchecked Sendable {
         for var event in analysisEvents {
             if case .objectEnded(var object) = event, let picture = object.snapshot,
                let bytes = try? ImageFile.encode(picture, format: .jpeg(quality: 85), path: "object \(object.track)") {
-                lock.withLock {
-                    snapshots.append((object.track, ByteBuffer(bytes: bytes)))
-                    if snapshots.count > 64 { snapshots.removeFirst() }
+                guarded.withLock { s in
+                    s.snapshots.append((object.track, ByteBuffer(bytes: bytes)))
+                    if s.snapshots.count > 64 { s.snapshots.removeFirst() }
                 }
                 object.snapshotURL = "\(publicBase)/api/v1/sources/\(id)/objects/\(object.track)/snapshot.jpg"
                 event = .objectEnded(object)
@@ -453,7 +472,7 @@ final class LiveSource: @unchecked Sendable {
 
     /// The JPEG of an ended object's best detection (one of the last 64), nil when gone.
     func snapshot(track: Int) -> ByteBuffer? {
-        lock.withLock { snapshots.last { $0.track == track }?.bytes }
+        guarded.withLock { s in s.snapshots.last { $0.track == track }?.bytes }
     }
 
     /// Adds zone entries and line crossings to this hour's counts.
@@ -468,24 +487,24 @@ final class LiveSource: @unchecked Sendable {
             case .exit, .loitering: continue
             }
             let key = "\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)"
-            lock.withLock { pendingCounts[key, default: CountEntry(source: id, hour: hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += 1 }
+            guarded.withLock { s in s.pendingCounts[key, default: CountEntry(source: id, hour: hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += 1 }
         }
     }
 
     /// Writes the counts not yet in the album (at most every `interval`); kept for the next try when
     /// the index is busy.
     func flushCounts(_ album: Album, ifOlderThan interval: Duration = .zero) {
-        let pending = lock.withLock { () -> [CountEntry] in
-            guard !pendingCounts.isEmpty, countsFlushed.duration(to: .now) >= interval else { return [] }
-            countsFlushed = .now
-            defer { pendingCounts.removeAll() }
-            return Array(pendingCounts.values)
+        let pending = guarded.withLock { s -> [CountEntry] in
+            guard !s.pendingCounts.isEmpty, s.countsFlushed.duration(to: .now) >= interval else { return [] }
+            s.countsFlushed = .now
+            defer { s.pendingCounts.removeAll() }
+            return Array(s.pendingCounts.values)
         }
         guard !pending.isEmpty else { return }
         do { try album.addCounts(pending) } catch {
-            lock.withLock {
+            guarded.withLock { s in
                 for entry in pending {
-                    pendingCounts["\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)", default: CountEntry(
+                    s.pendingCounts["\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)", default: CountEntry(
                         source: entry.source, hour: entry.hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += entry.count
                 }
             }
@@ -493,17 +512,17 @@ final class LiveSource: @unchecked Sendable {
     }
 
     /// Counts not yet written, for answers that must include them.
-    var unflushedCounts: [CountEntry] { lock.withLock { Array(pendingCounts.values) } }
+    var unflushedCounts: [CountEntry] { guarded.withLock { s in Array(s.pendingCounts.values) } }
 
     private func recorderEvent(_ event: RecorderEvent, events: EventHub) {
         switch event {
         case .clipStarted(_, let start):
-            lock.withLock { recording = true }
+            guarded.withLock { s in s.recording = true }
             events.publish(.clipStarted(path: nil, start: start), source: id, time: start)
         case .clipFinished(let entry):
-            lock.withLock {
-                recording = false
-                clips += 1
+            guarded.withLock { s in
+                s.recording = false
+                s.clips += 1
             }
             events.publish(.clipFinished(ClipReport(entry, base: publicBase)), source: id, time: entry.end)
         }
@@ -515,80 +534,71 @@ final class LiveSource: @unchecked Sendable {
         if fraction > 0, elapsed > 0 { object["eta_s"] = round1(elapsed * (1 - fraction) / fraction) }
     }
 
-    /// Share of a file done, when its length is known and it is not looped or live.
-    private var progressFraction: Double? {
-        guard let info, !info.isLive, !(spec.loop ?? false) else { return nil }
-        if let count = info.frameCount, count > 0 { return min(1, Double(stats.received) / Double(count)) }
-        if let duration = info.duration, duration > 0, let rate = info.frameRate { return min(1, Double(stats.received) / (duration * rate)) }
-        return nil
-    }
-
     /// The JPEG of frame `number` (one of the last few), with boxes drawn when asked; nil when that
     /// frame is gone. Each is encoded once.
     func jpeg(frame number: Int?, boxes: Bool) throws -> (number: Int, bytes: ByteBuffer)? {
-        guard let shot = lock.withLock({ number.map { n in recent.first { $0.number == n } } ?? recent.last }) else { return nil }
-        return try encodeLock.withLock {
-            if let hit = encoded.first(where: { $0.number == shot.number && $0.boxes == boxes }) { return (hit.number, hit.bytes) }
+        guard let shot = guarded.withLock({ s in number.map { n in s.recent.first { $0.number == n } } ?? s.recent.last }) else { return nil }
+        let analysis = boxes ? shot.frame.analysis ?? guarded.withLock { $0.lastAnalysis } : nil
+        return try encoded.withLock { encoded in
+            if let hit = encoded.frames.first(where: { $0.number == shot.number && $0.boxes == boxes }) { return (hit.number, hit.bytes) }
             var image = shot.frame.frame.image
             if boxes {
-                if annotator == nil { annotator = try Annotator() }
-                let analysis = shot.frame.analysis ?? lock.withLock { lastAnalysis }
+                if encoded.annotator == nil { encoded.annotator = try Annotator() }
                 if let zones = spec.zones { image.draw(zones.inPixels(width: image.width, height: image.height)) }
                 image.outline(analysis?.rectangles ?? [])
-                annotator?.draw(analysis?.detections ?? [], on: &image)
+                encoded.annotator?.draw(analysis?.detections ?? [], on: &image)
             }
             // Kept as a ByteBuffer: every response shares its storage instead of copying it.
             let bytes = ByteBuffer(bytes: try ImageFile.encode(image, format: .jpeg(quality: 80), path: "frame \(shot.number)"))
-            encoded.append((shot.number, boxes, bytes))
-            if encoded.count > 8 { encoded.removeFirst() }
+            encoded.frames.append((shot.number, boxes, bytes))
+            if encoded.frames.count > 8 { encoded.frames.removeFirst() }
             return (shot.number, bytes)
         }
     }
 
     /// The status object of the API.
     func status() -> [String: Any] {
-        lock.withLock {
-            var object: [String: Any] = [
-                "id": id, "input": shownInput, "state": (spec.paused ?? false) ? "paused" : state.rawValue, "record": spec.record ?? true,
-                "origin": origin.rawValue, "paused": spec.paused ?? false, "trigger": spec.trigger ?? "detection",
-                "classes": classes.map { $0.sorted() } ?? [], "threshold": round4(Double(threshold)),
-                "kind": info.map { $0.isLive ? "live" : "file" } ?? (spec.input.contains("://") || spec.input.hasPrefix("/dev/") ? "live" : "file"),
-                "realtime": spec.realtime ?? false, "loop": spec.loop ?? false, "rectangles": spec.rectangles ?? false,
-                "recording": recording, "clips": clips, "frames": frames,
-                "received": stats.received, "processed": stats.processed, "dropped": stats.dropped,
-                "analyzed": stats.processed - stats.skipped, "skipped": stats.skipped, "motion": analysisOptions.motion != nil,
-                "objects": objects, "stationary_seconds": spec.stationarySeconds ?? 10,
-                "fps": round1(stats.fps), "inference_ms": round1(stats.inferenceMilliseconds),
-                "snapshot_url": "/api/v1/sources/\(id)/snapshot.jpg", "album_source": albumSource,
-                "rtsp_transport": spec.rtspTransport ?? "tcp",
-            ]
-            if let message { object["message"] = message }
-            if let finishedAt { object["finished_at"] = finishedAt }
-            if let zones = spec.zones, let data = try? JSONEncoder().encode(zones), let json = try? JSONSerialization.jsonObject(with: data) {
-                object["zones"] = json
-            }
-            if let required = spec.requiredZones { object["required_zones"] = required }
-            if let masks = spec.motionMasks { object["motion_masks"] = masks }
-            if let info {
-                // As displayed: a phone video's rotation applied.
-                let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
-                object["width"] = upright.width
-                object["height"] = upright.height
-                if let rate = info.frameRate { object["frame_rate"] = round1(rate) }
-            }
-            if let fraction = progressFraction { Self.addProgress(fraction, elapsed: stats.elapsed, to: &object) }
-            return object
+        let s = guarded.withLock { $0 }
+        var object: [String: Any] = [
+            "id": id, "input": shownInput, "state": (spec.paused ?? false) ? "paused" : s.state.rawValue, "record": spec.record ?? true,
+            "origin": origin.rawValue, "paused": spec.paused ?? false, "trigger": spec.trigger ?? "detection",
+            "classes": classes.map { $0.sorted() } ?? [], "threshold": round4(Double(threshold)),
+            "kind": s.info.map { $0.isLive ? "live" : "file" } ?? (spec.input.contains("://") || spec.input.hasPrefix("/dev/") ? "live" : "file"),
+            "realtime": spec.realtime ?? false, "loop": spec.loop ?? false, "rectangles": spec.rectangles ?? false,
+            "recording": s.recording, "clips": s.clips, "frames": s.frames,
+            "received": s.stats.received, "processed": s.stats.processed, "dropped": s.stats.dropped,
+            "analyzed": s.stats.processed - s.stats.skipped, "skipped": s.stats.skipped, "motion": analysisOptions.motion != nil,
+            "objects": s.objects, "stationary_seconds": spec.stationarySeconds ?? 10,
+            "fps": round1(s.stats.fps), "inference_ms": round1(s.stats.inferenceMilliseconds),
+            "snapshot_url": "/api/v1/sources/\(id)/snapshot.jpg", "album_source": albumSource,
+            "rtsp_transport": spec.rtspTransport ?? "tcp",
+        ]
+        if let message = s.message { object["message"] = message }
+        if let finishedAt = s.finishedAt { object["finished_at"] = finishedAt }
+        if let zones = spec.zones, let data = try? JSONEncoder().encode(zones), let json = try? JSONSerialization.jsonObject(with: data) {
+            object["zones"] = json
         }
+        if let required = spec.requiredZones { object["required_zones"] = required }
+        if let masks = spec.motionMasks { object["motion_masks"] = masks }
+        if let info = s.info {
+            // As displayed: a phone video's rotation applied.
+            let upright = info.orientation.uprightSize(Size(width: info.width, height: info.height))
+            object["width"] = upright.width
+            object["height"] = upright.height
+            if let rate = info.frameRate { object["frame_rate"] = round1(rate) }
+        }
+        if let fraction = s.progress(loops: spec.loop ?? false) { Self.addProgress(fraction, elapsed: s.stats.elapsed, to: &object) }
+        return object
     }
 
     /// Counters for /metrics.
     var metrics: (fps: Double, inference: Double, dropped: Int, processed: Int, skipped: Int, recording: Bool) {
-        lock.withLock { (stats.fps, stats.inferenceMilliseconds, stats.dropped, stats.processed, stats.skipped, recording) }
+        guarded.withLock { s in (s.stats.fps, s.stats.inferenceMilliseconds, s.stats.dropped, s.stats.processed, s.stats.skipped, s.recording) }
     }
 }
 
 /// The server's sources: added and removed at run time, all detecting on one ``DetectorPool``.
-final class SourceHub: @unchecked Sendable {
+final class SourceHub: Sendable {
     let album: Album
     let pool: DetectorPool
     let refine: DetectionRefiner?
@@ -598,13 +608,16 @@ final class SourceHub: @unchecked Sendable {
     let defaults: DetectionDefaults
     /// The server's address for URLs in events and webhooks.
     let publicBase: String
-    // `sources`, `order`, `next`, `nextConfig` and `closed` are guarded by `lock`.
-    private let lock = NSLock()
-    private var sources: [String: LiveSource] = [:]
-    private var order: [String] = []
-    private var next = 1
-    private var nextConfig = 1
-    private var closed = false
+    private let table = Mutex(SourceList())
+
+    /// The sources in the list's order, the next free ids, and whether new ones are refused.
+    private struct SourceList {
+        var sources: [String: LiveSource] = [:]
+        var order: [String] = []
+        var next = 1
+        var nextConfig = 1
+        var closed = false
+    }
     /// Most sources at once.
     static let limit = 64
 
@@ -650,31 +663,31 @@ final class SourceHub: @unchecked Sendable {
     @discardableResult
     func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil) throws -> LiveSource {
         let access = try prepare(spec, origin: origin)
-        let source: LiveSource = try lock.withLock {
-            guard !closed else { throw AddError.shuttingDown }
-            guard sources.count < Self.limit else { throw AddError.tooMany }
+        let source: LiveSource = try table.withLock { list in
+            guard !list.closed else { throw AddError.shuttingDown }
+            guard list.sources.count < Self.limit else { throw AddError.tooMany }
             let chosen: String
             if let id {
                 chosen = id
-                if id.hasPrefix("s"), let number = Int(id.dropFirst()) { next = max(next, number + 1) }
+                if id.hasPrefix("s"), let number = Int(id.dropFirst()) { list.next = max(list.next, number + 1) }
             } else if origin == .config {
-                chosen = "c\(nextConfig)"
-                nextConfig += 1
+                chosen = "c\(list.nextConfig)"
+                list.nextConfig += 1
             } else {
-                chosen = "s\(next)"
-                next += 1
+                chosen = "s\(list.next)"
+                list.next += 1
             }
             let source = LiveSource(id: chosen, spec: spec, access: access, origin: origin, defaults: defaults, publicBase: publicBase,
                                     finishedAt: finishedAt)
-            sources[source.id] = source
-            order.append(source.id)
+            list.sources[source.id] = source
+            list.order.append(source.id)
             return source
         }
         if origin == .api {
             do { try keep(source) } catch {
-                lock.withLock {
-                    sources[source.id] = nil
-                    order.removeAll { $0 == source.id }
+                table.withLock { list in
+                    list.sources[source.id] = nil
+                    list.order.removeAll { $0 == source.id }
                 }
                 throw error
             }
@@ -686,7 +699,7 @@ final class SourceHub: @unchecked Sendable {
 
     /// Writes an API source's settings to the album's index.
     private func keep(_ source: LiveSource) throws {
-        let position = lock.withLock { order.firstIndex(of: source.id) ?? order.count }
+        let position = table.withLock { $0.order.firstIndex(of: source.id) ?? $0.order.count }
         do {
             let settings = String(decoding: try JSONEncoder().encode(source.spec), as: UTF8.self)
             try album.store(StoredSource(id: source.id, settings: settings, position: position, finishedAt: source.finishedTime))
@@ -728,9 +741,9 @@ final class SourceHub: @unchecked Sendable {
         // A file read to the end stays finished: its new settings apply if it is added again.
         let source = LiveSource(id: id, spec: spec, access: access, origin: old.origin, defaults: defaults, publicBase: publicBase,
                                 finishedAt: old.finishedTime)
-        try lock.withLock {
-            guard !closed else { throw AddError.shuttingDown }
-            sources[id] = source
+        try table.withLock { list in
+            guard !list.closed else { throw AddError.shuttingDown }
+            list.sources[id] = source
         }
         // Kept first: a change that cannot be stored is still applied (the old run has stopped).
         var stored: Error?
@@ -743,14 +756,16 @@ final class SourceHub: @unchecked Sendable {
         return source
     }
 
-    func source(_ id: String) -> LiveSource? { lock.withLock { sources[id] } }
+    func source(_ id: String) -> LiveSource? { table.withLock { $0.sources[id] } }
 
-    func list() -> [LiveSource] { lock.withLock { order.compactMap { sources[$0] } } }
+    func list() -> [LiveSource] { table.withLock { list in list.order.compactMap { list.sources[$0] } } }
 
     /// Stops a source (its open clip is finished and indexed) and forgets it, also for the next start.
     func remove(_ id: String) async throws -> Bool {
-        guard let source = lock.withLock({ sources.removeValue(forKey: id) }) else { return false }
-        lock.withLock { order.removeAll { $0 == id } }
+        guard let source = table.withLock({ list in
+            defer { list.order.removeAll { $0 == id } }
+            return list.sources.removeValue(forKey: id)
+        }) else { return false }
         await source.stop()
         events.publish("source_removed", source: id, [:])
         if source.origin == .api {
@@ -761,9 +776,9 @@ final class SourceHub: @unchecked Sendable {
 
     /// Stops every source, finishing their clips, and refuses new ones.
     func shutdown() async {
-        let all = lock.withLock {
-            closed = true
-            return Array(sources.values)
+        let all = table.withLock { list in
+            list.closed = true
+            return Array(list.sources.values)
         }
         await withTaskGroup(of: Void.self) { group in
             for source in all { group.addTask { await source.stop() } }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The sample videos the server offers on its demo page: the model store seen from the server
 /// (`spotter serve` adapts its `ModelStore`; tests may use a double).
@@ -44,14 +45,16 @@ public struct SampleProgress: Sendable {
 /// Downloads started from the demo page: one thread per sample being pulled, progress published
 /// as `download_progress` events (at most ten a second), then `download_finished` or
 /// `download_failed`.
-final class SampleDownloads: @unchecked Sendable {
+final class SampleDownloads: Sendable {
     let library: any SampleLibrary
     let events: EventHub
-    // `active` and `failures` are guarded by `lock`.
-    private let lock = NSLock()
-    private var active: [String: SampleProgress] = [:]
-    /// The last failed download of each sample, until it is tried again: the page keeps saying why.
-    private var failures: [String: String] = [:]
+    private let state = Mutex(State())
+
+    private struct State {
+        var active: [String: SampleProgress] = [:]
+        /// The last failed download of each sample, until it is tried again: the page keeps saying why.
+        var failures: [String: String] = [:]
+    }
 
     init(library: any SampleLibrary, events: EventHub) {
         self.library = library
@@ -60,7 +63,7 @@ final class SampleDownloads: @unchecked Sendable {
 
     /// The catalog's samples with their cache state and any download under way.
     func list() -> [[String: Any]] {
-        let (pulling, failed) = lock.withLock { (active, failures) }
+        let (pulling, failed) = state.withLock { ($0.active, $0.failures) }
         return library.samples().map { sample in
             var object: [String: Any] = ["name": sample.name, "summary": sample.summary, "license": sample.license,
                                          "cached": sample.cachedPath != nil, "downloading": pulling[sample.name] != nil]
@@ -77,10 +80,10 @@ final class SampleDownloads: @unchecked Sendable {
     func start(_ name: String) -> (known: Bool, cached: Bool) {
         guard let sample = library.samples().first(where: { $0.name == name }) else { return (false, false) }
         if sample.cachedPath != nil { return (true, true) }
-        let fresh = lock.withLock {
-            guard active[name] == nil else { return false }
-            active[name] = SampleProgress(received: 0, total: sample.size, bytesPerSecond: 0)
-            failures[name] = nil
+        let fresh = state.withLock { state in
+            guard state.active[name] == nil else { return false }
+            state.active[name] = SampleProgress(received: 0, total: sample.size, bytesPerSecond: 0)
+            state.failures[name] = nil
             return true
         }
         guard fresh else { return (true, false) }
@@ -88,17 +91,17 @@ final class SampleDownloads: @unchecked Sendable {
             var lastEvent = Date.distantPast
             do {
                 let path = try library.pull(name) { [self] progress in
-                    lock.withLock { active[name] = progress }
+                    state.withLock { $0.active[name] = progress }
                     guard Date().timeIntervalSince(lastEvent) >= 0.1 || progress.received == progress.total else { return }
                     lastEvent = Date()
                     events.publish("download_progress", Self.object(name, progress))
                 }
-                _ = lock.withLock { active.removeValue(forKey: name) }
+                _ = state.withLock { $0.active.removeValue(forKey: name) }
                 events.publish("download_finished", ["name": name, "path": path])
             } catch {
-                lock.withLock {
-                    active[name] = nil
-                    failures[name] = "\(error)"
+                state.withLock {
+                    $0.active[name] = nil
+                    $0.failures[name] = "\(error)"
                 }
                 events.publish("download_failed", ["name": name, "message": "\(error)"])
             }

@@ -46,9 +46,8 @@ struct AnalysisFlags: ParsableArguments {
 }
 
 /// One JSON line per event, flushed at once (a pipe reader sees each as it happens).
-final class EventLines: @unchecked Sendable {
-    // `handle` is written from one thread at a time: the pipeline's consume thread, then the main
-    // thread after the run.
+final class EventLines: Sendable {
+    /// Written from one thread at a time: the pipeline's consume thread, then the main thread after the run.
     private let handle: FileHandle
     private let source: String?
     private let legacyName: Bool

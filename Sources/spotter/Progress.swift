@@ -1,15 +1,16 @@
 import Foundation
+import Synchronization
 
 /// A one-line progress bar on standard error when it is a terminal; results keep going to
 /// standard output, so piping them stays clean.
 ///
-/// `@unchecked Sendable` so event closures can hold it: only one thread draws it at a time (the
-/// one running the pipeline's detect stage, then the command's after the run).
-final class ProgressBar: @unchecked Sendable {
+/// Event closures on the pipeline's threads and the command's thread share it.
+final class ProgressBar: Sendable {
     private let total: Int
     private let enabled: Bool
     private let start = Date()
-    private var drawn = false
+    /// Whether a line is on the terminal; each drawing holds it, so lines never interleave.
+    private let drawn = Mutex(false)
 
     init(total: Int, enabled: Bool) {
         self.total = total
@@ -32,15 +33,13 @@ final class ProgressBar: @unchecked Sendable {
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let line = String(format: "[%@] %d/%d %3.0f%% %.1f/s ETA %.0fs %@", bar, done, total,
                           100 * Double(done) / Double(max(total, 1)), rate, eta, String(note.prefix(30)))
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
-        drawn = true
+        draw(line)
     }
 
     /// Shows a free-form status line (live sources have no total).
     func status(_ text: String) {
         guard enabled else { return }
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + String(text.prefix(120))).utf8))
-        drawn = true
+        draw(String(text.prefix(120)))
     }
 
     /// Prints a result line to standard output without garbling the bar.
@@ -59,18 +58,26 @@ final class ProgressBar: @unchecked Sendable {
 
     func finish() { clear() }
 
+    private func draw(_ line: String) {
+        drawn.withLock { drawn in
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+            drawn = true
+        }
+    }
+
     private func clear() {
-        guard drawn else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
-        drawn = false
+        drawn.withLock { drawn in
+            guard drawn else { return }
+            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            drawn = false
+        }
     }
 }
 
 /// Says yes at most once per interval (progress lines from event closures).
-final class Throttle: @unchecked Sendable {
-    // `last` is guarded by `lock`.
-    private let lock = NSLock()
-    private var last = Date.distantPast
+final class Throttle: Sendable {
+    /// When it last said yes.
+    private let last = Mutex(Date.distantPast)
     private let seconds: Double
 
     init(seconds: Double) {
@@ -78,7 +85,7 @@ final class Throttle: @unchecked Sendable {
     }
 
     func ready() -> Bool {
-        lock.withLock {
+        last.withLock { last in
             guard Date().timeIntervalSince(last) >= seconds else { return false }
             last = Date()
             return true

@@ -5,6 +5,7 @@ import Imaging
 import Media
 import Rectangles
 import Pipeline
+import Synchronization
 import Tracking
 
 /// libx264's presets, fastest first.
@@ -13,27 +14,35 @@ enum X264Preset: String, ExpressibleByArgument, CaseIterable {
 }
 
 /// Stops the running pipeline on SIGINT and SIGTERM, so open files are finished before exiting.
-final class Interruption: @unchecked Sendable {
-    // `target` and `signalled` are guarded by `lock`: set on the main thread, read by the handlers.
-    private let lock = NSLock()
-    private var sources: [DispatchSourceSignal] = []
-    private var target: StopFlag?
-    private var number: Int32?
+final class Interruption: Sendable {
+    /// The flag a signal sets and the signal that came: set on the main thread, read by the handlers.
+    private struct State {
+        var target: StopFlag?
+        var number: Int32?
+    }
+
+    private let state = Mutex(State())
+    /// Kept alive only: never used after `init` (Dispatch's sources are not marked Sendable).
+    nonisolated(unsafe) private let sources: [any DispatchSourceSignal]
 
     init() {
+        var sources: [any DispatchSourceSignal] = []
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            sources.append(source)
+        }
+        self.sources = sources
+        for (source, signalNumber) in zip(sources, [SIGINT, SIGTERM]) {
             source.setEventHandler { [weak self] in
                 guard let self else { return }
-                let flag = self.lock.withLock {
-                    self.number = signalNumber
-                    return self.target
+                let flag = self.state.withLock {
+                    $0.number = signalNumber
+                    return $0.target
                 }
                 flag?.set()
             }
             source.resume()
-            sources.append(source)
         }
     }
 
@@ -44,14 +53,14 @@ final class Interruption: @unchecked Sendable {
 
     /// The pipeline flag a signal sets from now on.
     func stop(_ flag: StopFlag) {
-        let signalled = lock.withLock {
-            target = flag
-            return number != nil
+        let signalled = state.withLock {
+            $0.target = flag
+            return $0.number != nil
         }
         if signalled { flag.set() }
     }
 
-    var signalled: Int32? { lock.withLock { number } }
+    var signalled: Int32? { state.withLock { $0.number } }
 
     /// Waits `seconds`, returning early (false) when a signal arrives.
     func wait(seconds: Double) -> Bool {
