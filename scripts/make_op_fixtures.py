@@ -483,6 +483,7 @@ def main():
     save("reshape_float32_yolo_layout_from_input", [T([1, 2, 21, 3], TT.FLOAT32), i32([1, 6, 21]), T([1, 6, 21], TT.FLOAT32)],
          [0], [2], [(Op.RESHAPE, None, [0, 1], [2], 0, None, None)])
     hybrid_convolutions()
+    hybrid_depthwise()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -892,6 +893,43 @@ def hybrid_convolutions():
                      options("DepthwiseConv2DOptions", Padding=Padding.SAME, StrideW=stride, StrideH=stride, DepthMultiplier=1,
                              FusedActivationFunction=Act.NONE), None)
         save_then_prelu(name, shape, filt, bias, depthwise, out, alpha)
+
+
+def hybrid_depthwise():
+    """Hybrid DEPTHWISE_CONV_2D (float input and output, int8 weights [1, k, k, channels] with a scale
+    per channel, float bias), as dynamic-range exports hold them: LiteRT quantizes each picture of the
+    input as for a hybrid CONV_2D. A 3x3 over 24 channels with padding, a strided one with RELU6 over
+    two pictures of different ranges, and a depth multiplier of 2 on mostly negative inputs."""
+    for name, shape, multiplier, stride, padding, act, low in [
+            ("depthwise_hybrid_3x3_c24_same", [1, 10, 12, 24], 1, 1, Padding.SAME, Act.NONE, -2),
+            ("depthwise_hybrid_3x3_s2_c40_relu6_batch2", [2, 9, 11, 40], 1, 2, Padding.SAME, Act.RELU6, -1),
+            ("depthwise_hybrid_3x3_multiplier2_mostly_negative", [1, 7, 9, 8], 2, 1, Padding.VALID, Act.NONE, -5)]:
+        cout = shape[3] * multiplier
+        weights = rng.normal(0, 0.3, [1, 3, 3, cout]).astype(np.float32)
+        scales = (np.abs(weights).reshape(-1, cout).max(axis=0) / 127).astype(np.float32)
+        quantized = np.clip(np.round(weights / scales), -127, 127).astype(np.int8)
+        filt = T([1, 3, 3, cout], TT.INT8, data=quantized, scale=scales, zp=np.zeros(cout, np.int64), qdim=3)
+        bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.5, [cout]).astype(np.float32))
+        h, w = output_size(shape[1], shape[2], 3, stride, 1, padding)
+        opt = options("DepthwiseConv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, DepthMultiplier=multiplier,
+                      FusedActivationFunction=act)
+        tensors = [T(shape, TT.FLOAT32), filt, bias, T([shape[0], h, w, cout], TT.FLOAT32)]
+        save(name, tensors, [0], [3], [(Op.DEPTHWISE_CONV_2D, None, [0, 1, 2], [3], Opt.DepthwiseConv2DOptions, opt, None)])
+        # random_input draws from -3 to 3; move this case's input to `low`...3 (the second picture
+        # of a batch to half that range, so each picture has a scale of its own) and save again.
+        folder = os.path.join(OUT, name)
+        value = np.load(os.path.join(folder, "input0.npy"))
+        value = (low + (value + 3) * (3 - low) / 6).astype(np.float32)
+        if shape[0] > 1:
+            value[1] *= np.float32(0.5)
+        np.save(os.path.join(folder, "input0.npy"), value)
+        for resolver, prefix in [(OpResolverType.BUILTIN_REF, "output"), (None, "xnnpack_output")]:
+            interpreter = Interpreter(model_path=os.path.join(folder, "model.tflite"), num_threads=1,
+                                      **({"experimental_op_resolver_type": resolver} if resolver else {}))
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
+            interpreter.invoke()
+            np.save(os.path.join(folder, f"{prefix}0.npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
 
 
 def write_invalid_models():

@@ -138,6 +138,13 @@ final class PrepareContext {
         type(input) == .float32 && [.int8, .uint8].contains(type(weights)) && isConstant(weights)
     }
 
+    /// Whether LiteRT runs this hybrid convolution on its input quantized at every run
+    /// (``DynamicQuantization``): int8 weights with zero points 0 and one scale, or one per channel.
+    func quantizesHybridInput(input: Int, weights: Int, channels: Int) -> Bool {
+        guard isHybrid(input: input, weights: weights), type(weights) == .int8, let q = quantization(weights) else { return false }
+        return (q.scales.count == 1 || q.scales.count == channels) && q.zeroPoints.allSatisfy { $0 == 0 }
+    }
+
     func fail(_ reason: String) -> InterpreterError {
         .invalidOperator(name: op.code.name, index: op.index, reason: reason)
     }

@@ -119,10 +119,15 @@ import TFLiteFormat
     /// with it to float rounding (LiteRT's own XNNPACK path quantizes differently on the mostly
     /// negative case); where the CPU has VNNI the fast path multiplies on the VNNI kernel, and applies
     /// a PReLU that follows (MobileFaceNet's) as it stores the outputs; elsewhere it runs them in float.
+    /// Hybrid DEPTHWISE_CONV_2D quantizes its input the same way: on the AVX-512 depthwise kernel
+    /// (which reads the quantized values back as floats), and on the reference kernel when the depth
+    /// multiplier is above 1.
     @Test("hybrid convolutions agree with LiteRT's reference kernel on both backends", arguments: [
         ("conv2d_hybrid_3x3_rgb_same", ["vnni"]), ("conv2d_hybrid_1x1_c64_to_40_mostly_negative", ["vnni"]),
         ("conv2d_hybrid_3x3_s2_c20_to_36_relu6", ["vnni"]),
         ("conv2d_hybrid_then_prelu_pattern", ["vnni"] + [String](repeating: "prelu", count: 6)),
+        ("depthwise_hybrid_3x3_c24_same", ["avx512"]), ("depthwise_hybrid_3x3_s2_c40_relu6_batch2", ["avx512"]),
+        ("depthwise_hybrid_3x3_multiplier2_mostly_negative", ["reference"]),
     ])
     func hybridConvolutionsQuantizeTheirInputAsLiteRT(_ name: String, _ fastBackends: [String]) throws {
         let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output0.npy")).values(as: Float.self)

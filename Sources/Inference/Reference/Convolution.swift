@@ -297,8 +297,8 @@ final class QuantizedConvolution: Kernel {
     }
 }
 
-/// CONV_2D and DEPTHWISE_CONV_2D on float32 tensors. A hybrid CONV_2D (int8 weights with zero
-/// points 0) runs as LiteRT's reference kernel does: each picture of the input quantized
+/// CONV_2D and DEPTHWISE_CONV_2D on float32 tensors. A hybrid one (int8 weights with zero points 0)
+/// runs as LiteRT's reference kernels do: each picture of the input quantized
 /// (``DynamicQuantization``), exact int32 sums, scaled back by both scales with the bias added.
 final class FloatConvolution: Kernel {
     /// Constants were copied or packed at load.
@@ -325,8 +325,7 @@ final class FloatConvolution: Kernel {
         clamp = FixedPoint.activationRange(options.activation)
         bias = ctx.hasInput(2) ? try ctx.constant(ctx.input(2), as: Float.self) : Array(repeating: 0, count: channels)
         guard bias.count == channels else { throw ctx.fail("bias has \(bias.count) values for \(channels) channels") }
-        if !depthwise, ctx.isHybrid(input: input, weights: filterTensor), ctx.type(filterTensor) == .int8,
-           let q = ctx.quantization(filterTensor), q.scales.count == 1 || q.scales.count == channels, q.zeroPoints.allSatisfy({ $0 == 0 }) {
+        if ctx.quantizesHybridInput(input: input, weights: filterTensor, channels: channels), let q = ctx.quantization(filterTensor) {
             hybrid = (ctx.isCheckingOnly ? [] : try ctx.constant(filterTensor, as: Int8.self).map(Int32.init),
                       (0..<channels).map { q.scales[q.scales.count == 1 ? 0 : $0] })
             filter = []
@@ -391,8 +390,12 @@ extension FloatConvolution {
                     for oc in 0..<outC {
                         var acc: Int32 = 0
                         for (pixel, tap) in taps {
-                            let values = pixel * inC, w = oc * patch + tap * inC
-                            for c in 0..<inC { acc &+= quantized[values + c] &* weights[w + c] }
+                            if depthwise {
+                                acc &+= quantized[pixel * inC + oc / depthMultiplier] &* weights[tap * outC + oc]
+                            } else {
+                                let values = pixel * inC, w = oc * patch + tap * inC
+                                for c in 0..<inC { acc &+= quantized[values + c] &* weights[w + c] }
+                            }
                         }
                         let value = bias[oc].addingProduct(Float(acc), q.scale * scales[oc])
                         dst[out] = min(max(value, clamp.min), clamp.max)

@@ -66,7 +66,8 @@ enum ReferenceKernels {
             let filterType = ctx.type(ctx.input(1))
             switch (type, filterType) {
             case (.float32, .float32): return try FloatConvolution(ctx, options: options, depthwise: depthwise)
-            // Hybrid models: the weights are dequantized once at load and the convolution runs in float.
+            // Hybrid models: int8 weights with the input quantized at every run as LiteRT does; others
+            // (uint8, or zero points) dequantized once at load, the convolution in float.
             case (.float32, .int8), (.float32, .uint8): return try FloatConvolution(ctx, options: options, depthwise: depthwise)
             case (.uint8, .uint8), (.int8, .int8): return try QuantizedConvolution(ctx, options: options, depthwise: depthwise)
             default: throw ctx.unsupported()
