@@ -218,10 +218,18 @@ public struct SourceEvent: Sendable, Encodable {
 ///
 /// Not thread-safe: one analyzer per source, called with its frames in order from one thread.
 public protocol FrameAnalyzer: AnyObject {
-    /// Analyzes the next frame (times increasing).
-    func analyze(_ frame: VideoFrame) throws -> FrameAnalysis
+    /// Analyzes the next frame (times increasing). `detected`: the detector's findings in it, found
+    /// ahead on other threads (``DetectAhead``); nil to detect now.
+    func analyze(_ frame: VideoFrame, detected: [Detection]?) throws -> FrameAnalysis
     /// The input ended: events for the objects still open (`object_ended`).
     func finish() -> [AnalysisEvent]
+}
+
+extension FrameAnalyzer {
+    /// Analyzes the next frame (times increasing), detecting in it now.
+    public func analyze(_ frame: VideoFrame) throws -> FrameAnalysis {
+        try analyze(frame, detected: nil)
+    }
 }
 
 /// Runs the detector on a picture and keeps what `keep` accepts, then names faces (or whatever
@@ -308,7 +316,7 @@ public final class StandardAnalyzer: FrameAnalyzer {
         longestSkip = options.longestSkip * Double.random(in: 0.8...1)
     }
 
-    public func analyze(_ frame: VideoFrame) throws -> FrameAnalysis {
+    public func analyze(_ frame: VideoFrame, detected: [Detection]?) throws -> FrameAnalysis {
         let time = frame.time
         if zones == nil, let layout = options.zones, !layout.isEmpty {
             zones = ZoneMonitor(layout: layout.inPixels(width: frame.image.width, height: frame.image.height))
@@ -326,9 +334,10 @@ public final class StandardAnalyzer: FrameAnalyzer {
         }
         analyzedFrames += 1
         let threshold = options.threshold, classes = options.classes
-        var detections = try detect(frame.image) { d in
+        let keep: (Detection) -> Bool = { d in
             (threshold.map { d.score >= $0 } ?? true) && (classes.map { $0.contains(d.label.lowercased()) } ?? true)
         }
+        var detections = try detected?.filter(keep) ?? detect(frame.image, keep)
         if let limit = options.maxResults, detections.count > limit {
             detections = Array(detections.sorted { $0.score > $1.score }.prefix(limit))
         }

@@ -93,6 +93,85 @@ public struct DetectedFrame: Sendable {
     }
 }
 
+/// The detection step of a file's frames, run ahead on several threads (each with a detector of its
+/// own, as a ``DetectorPool`` lends them): on two cores, two single-threaded detectors on two
+/// frames keep both cores busier than one detector split across them, whose threads wait for each
+/// other at every layer while decoding and encoding compete for the same cores.
+public struct DetectAhead: Sendable {
+    /// Frames detected at once. At least 1.
+    public var threads: Int
+    /// The detector's findings in a frame (thread-safe), before the analysis filters and tracks them.
+    public var detect: @Sendable (Image) throws -> [Detection]
+
+    public init(threads: Int, detect: @escaping @Sendable (Image) throws -> [Detection]) {
+        self.threads = max(1, threads)
+        self.detect = detect
+    }
+}
+
+/// Results of frames detected ahead, handed out in frame order: a worker may run at most
+/// `capacity` frames ahead of the next one taken.
+private final class InOrder<Value: Sendable>: @unchecked Sendable {
+    // Every stored property is guarded by `condition`.
+    private let condition = NSCondition()
+    private var results: [Int: Result<Value, any Error>] = [:]
+    private var next = 0
+    private var working: Int
+    private let capacity: Int
+    private var abandoned = false
+
+    init(workers: Int, capacity: Int) {
+        working = workers
+        self.capacity = capacity
+    }
+
+    /// Stores frame `index`'s result, waiting while it is too far ahead of the next one taken.
+    func put(_ index: Int, _ result: Result<Value, any Error>) {
+        condition.lock()
+        defer { condition.unlock() }
+        while index - next >= capacity && !abandoned { condition.wait() }
+        guard !abandoned else { return }
+        results[index] = result
+        condition.broadcast()
+    }
+
+    /// A worker is done (its input ended).
+    func finish() {
+        condition.lock()
+        working -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The result of frame `index` (the next in order), waiting for it; nil when the workers ended
+    /// without it.
+    func take(_ index: Int) -> Result<Value, any Error>? {
+        condition.lock()
+        defer { condition.unlock() }
+        while results[index] == nil && working > 0 { condition.wait() }
+        next = index + 1
+        condition.broadcast()
+        return results.removeValue(forKey: index)
+    }
+
+    /// Nothing more is taken (the run stopped early): workers stop waiting for room.
+    func abandon() {
+        condition.lock()
+        abandoned = true
+        results.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// A frame detected ahead.
+private struct AheadFrame: Sendable {
+    let frame: VideoFrame
+    let decodedAt: Date
+    let detections: [Detection]
+    let milliseconds: Double
+}
+
 /// Counters of a pipeline run.
 public struct PipelineStats: Sendable, Codable {
     public var received = 0
@@ -128,6 +207,9 @@ public final class FramePipeline {
         public var realTime = false
         /// Seconds added to every frame's time (a reconnection or a loop continues the clock).
         public var timeOffset: Double = 0
+        /// Files only (not live, `every` 1): detect on the next frames ahead, on threads of their
+        /// own, while earlier frames are tracked in order. Default nil: detect in line.
+        public var detectAhead: DetectAhead?
 
         public init(every: Int = 1, live: Bool? = nil, queueCapacity: Int = 2, realTime: Bool = false) {
             self.every = every
@@ -153,20 +235,21 @@ public final class FramePipeline {
     /// Runs to the end of the input (or a stop request) with plain detections (no tracking).
     public func run(detect: (VideoFrame) throws -> [Detection], consume: @escaping @Sendable (DetectedFrame) throws -> Void,
                     progress: (PipelineStats) -> Void) throws -> PipelineStats {
-        try run(analyze: { frame in FrameAnalysis(frame: frame.index, time: frame.time, detections: try detect(frame)) },
+        try run(analyze: { frame, ahead in FrameAnalysis(frame: frame.index, time: frame.time, detections: try ahead ?? detect(frame)) },
                 consume: consume, progress: progress)
     }
 
     /// Runs to the end of the input (or a stop request). `analyze` runs on the calling thread,
-    /// frames in order; `consume` on a thread of its own, in frame order; `progress` on the
-    /// calling thread.
+    /// frames in order, with the frame's detections when ``Options/detectAhead`` found them
+    /// (nil: it detects itself); `consume` on a thread of its own, in frame order; `progress` on
+    /// the calling thread.
     ///
     /// - Throws: the first error of decoding, analysis or consuming; frames before it were consumed.
-    public func run(analyze: (VideoFrame) throws -> FrameAnalysis, consume: @escaping @Sendable (DetectedFrame) throws -> Void,
+    public func run(analyze: (VideoFrame, [Detection]?) throws -> FrameAnalysis, consume: @escaping @Sendable (DetectedFrame) throws -> Void,
                     progress: (PipelineStats) -> Void) throws -> PipelineStats {
         let live = options.live ?? (options.realTime || reader.info.isLive)
         let realTime = options.realTime, offset = options.timeOffset
-        let decoded = BoundedQueue<(frame: VideoFrame, decodedAt: Date)>(capacity: live ? 1 : options.queueCapacity, keepLatest: live)
+        let decoded = BoundedQueue<(sequence: Int, frame: VideoFrame, decodedAt: Date)>(capacity: live ? 1 : options.queueCapacity, keepLatest: live)
         let detected = BoundedQueue<DetectedFrame>(capacity: options.queueCapacity)
         let readError = ErrorBox(), consumeError = ErrorBox()
         let reader = UncheckedReader(reader: self.reader)
@@ -176,6 +259,7 @@ public final class FramePipeline {
         let decodeThread = Thread {
             do {
                 var pace: (start: ContinuousClock.Instant, firstTime: Double)?
+                var sequence = 0
                 while !stop.isSet, var frame = try reader.reader.nextFrame() {
                     frame.time += offset
                     if realTime {
@@ -186,7 +270,8 @@ public final class FramePipeline {
                         while !stop.isSet, ContinuousClock.now < due { Thread.sleep(forTimeInterval: min(0.05, Self.seconds(due - .now))) }
                     }
                     received.increment()
-                    guard decoded.push((frame, Date())) else { break }
+                    guard decoded.push((sequence, frame, Date())) else { break }
+                    sequence += 1
                 }
             } catch {
                 readError.set(error)
@@ -210,25 +295,59 @@ public final class FramePipeline {
         consumeThread.name = "spotter.consume"
         decodeThread.start()
         consumeThread.start()
+        // Detection ahead: workers take decoded frames as they come and hand results back in order.
+        let ahead = live || options.every > 1 ? nil : options.detectAhead
+        let inOrder = ahead.map { InOrder<AheadFrame>(workers: $0.threads, capacity: $0.threads + 1) }
+        let workersEnded = DispatchSemaphore(value: 0)
+        if let ahead, let inOrder {
+            for number in 0..<ahead.threads {
+                let worker = Thread {
+                    while let (sequence, frame, decodedAt) = decoded.pop() {
+                        let clock = ContinuousClock.now
+                        let result = Result { try ahead.detect(frame.image) }
+                        let milliseconds = Self.seconds(ContinuousClock.now - clock) * 1000
+                        inOrder.put(sequence, result.map { AheadFrame(frame: frame, decodedAt: decodedAt, detections: $0, milliseconds: milliseconds) })
+                    }
+                    inOrder.finish()
+                    workersEnded.signal()
+                }
+                worker.name = "spotter.detect.\(number)"
+                worker.start()
+            }
+        }
 
         var stats = PipelineStats()
         let start = ContinuousClock.now
         var lastReport = start
         var index = 0
         var analysisError: Error?
-        while let (frame, decodedAt) = decoded.pop() {
-            var analysis: FrameAnalysis? = nil
+        while true {
+            let frame: VideoFrame, decodedAt: Date
+            var found: [Detection]?
             var milliseconds = 0.0
+            if let inOrder {
+                guard let result = inOrder.take(index) else { break }
+                do {
+                    let item = try result.get()
+                    (frame, decodedAt, found, milliseconds) = (item.frame, item.decodedAt, item.detections, item.milliseconds)
+                } catch {
+                    analysisError = error
+                    break
+                }
+            } else {
+                guard let item = decoded.pop() else { break }
+                (frame, decodedAt) = (item.frame, item.decodedAt)
+            }
+            var analysis: FrameAnalysis? = nil
             if live || index % max(1, options.every) == 0 {
                 let clock = ContinuousClock.now
                 let result: FrameAnalysis
-                do { result = try analyze(frame) } catch {
+                do { result = try analyze(frame, found) } catch {
                     analysisError = error
                     break
                 }
                 analysis = result
-                let elapsed = ContinuousClock.now - clock
-                milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                milliseconds += Self.seconds(ContinuousClock.now - clock) * 1000
                 if result.analyzed { stats.inferenceMilliseconds = milliseconds } else { stats.skipped += 1 }
             }
             index += 1
@@ -248,8 +367,10 @@ public final class FramePipeline {
         }
         stop.set()
         decoded.close()
+        inOrder?.abandon()
         detected.close()
         done.wait()
+        for _ in 0..<(inOrder == nil ? 0 : ahead?.threads ?? 0) { workersEnded.wait() }
         while decodeThread.isExecuting { usleep(1000) }
         stats.received = received.value
         stats.dropped = decoded.droppedCount

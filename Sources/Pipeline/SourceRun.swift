@@ -121,8 +121,8 @@ public final class SourceRun {
     private final class DetectionsOnly: FrameAnalyzer {
         let detect: (VideoFrame) throws -> [Detection]
         init(_ detect: @escaping (VideoFrame) throws -> [Detection]) { self.detect = detect }
-        func analyze(_ frame: VideoFrame) throws -> FrameAnalysis {
-            FrameAnalysis(frame: frame.index, time: frame.time, detections: try detect(frame))
+        func analyze(_ frame: VideoFrame, detected: [Detection]?) throws -> FrameAnalysis {
+            FrameAnalysis(frame: frame.index, time: frame.time, detections: try detected ?? detect(frame))
         }
         func finish() -> [AnalysisEvent] { [] }
     }
@@ -203,7 +203,7 @@ public final class SourceRun {
             do {
                 let analyzer = self.analyzer
                 stats = try pipeline.run(
-                    analyze: { try analyzer.analyze($0) },
+                    analyze: { try analyzer.analyze($0, detected: $1) },
                     consume: { [recorder, events] item in
                         lastTime.value = item.frame.time
                         events(.frame(item))

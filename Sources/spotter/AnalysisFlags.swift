@@ -1,7 +1,8 @@
 import ArgumentParser
 import Detection
-import Foundation
 import Faces
+import Foundation
+import Imaging
 import Pipeline
 import Rectangles
 import Tracking
@@ -31,15 +32,16 @@ struct AnalysisFlags: ParsableArguments {
         try zones.map(ZoneFile.read)
     }
 
-    /// The analyzer for `detector` (and faces named by `namer`, rectangles found with `rectangles`).
-    func makeAnalyzer(detector: ObjectDetector, namer: PersonNamer?, threshold: Float, rectangles: RectangleDetector.Options? = nil) throws -> StandardAnalyzer {
+    /// The analyzer for `detect` (and faces named by `namer`, rectangles found with `rectangles`).
+    func makeAnalyzer(detect: @escaping (Image) throws -> [Detection], namer: PersonNamer?, threshold: Float,
+                      rectangles: RectangleDetector.Options? = nil) throws -> StandardAnalyzer {
         var options = StandardAnalyzer.Options(threshold: threshold, tracking: !noTracking)
         options.zones = try layout()
         options.motion = motion ? MotionDetector.Options() : nil
         options.rectangles = rectangles
         options.tracker.stationarySeconds = stationarySeconds
         return try StandardAnalyzer(options: options) { image, keep in
-            let found = try detector.detect(image).detections.filter(keep)
+            let found = try detect(image).filter(keep)
             return try namer?.name(found, in: image) ?? found
         }
     }

@@ -5,6 +5,7 @@ import Imaging
 import Inference
 import Media
 import ModelStore
+import Pipeline
 
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case table, json, coco, yolo, floats
@@ -77,25 +78,62 @@ struct DetectorOptions: ParsableArguments {
     /// - Parameter pipelined: other threads decode and encode (video): let inference threads sleep between frames.
     func makeDetector(pipelined: Bool = false) throws -> ObjectDetector {
         let path = try modelPath
-        var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize?.mode, labelsPath: labels)
+        var options = try detectorOptions()
         options.threadCount = threadsWithinCores(threads)
         options.parksThreadsBetweenPictures = pipelined
+        let detector = try loading(path) { try ObjectDetector(modelPath: path, options: options) }
+        if detector.labels == nil { warnNoLabels(path) }
+        return detector
+    }
+
+    /// How `video` and `record` detect: a file's frames ahead on `--threads` single-threaded
+    /// detectors, several frames at once (``DetectAhead``: on two cores about a third more frames
+    /// a second than one detector split across both, whose threads wait for each other at every
+    /// layer while decoding and encoding compete for the cores); a live source, motion gating, face
+    /// naming or one thread on one detector with every thread, one frame at a time.
+    func makeVideoDetection(file: Bool) throws -> VideoDetection {
+        let count = threadsWithinCores(threads)
+        guard file, count > 1 else {
+            let detector = try makeDetector(pipelined: true)
+            return VideoDetection(detect: { try detector.detect($0).detections }, ahead: nil)
+        }
+        let path = try modelPath
+        let options = try detectorOptions()
+        let pool = try loading(path) { try DetectorPool(modelPath: path, count: count, options: options) }
+        if pool.labels == nil { warnNoLabels(path) }
+        let detect: @Sendable (Image) throws -> [Detection] = { image in try pool.withDetector { try $0.detect(image).detections } }
+        return VideoDetection(detect: detect, ahead: DetectAhead(threads: count, detect: detect))
+    }
+
+    private func detectorOptions() throws -> ObjectDetector.Options {
+        var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize?.mode, labelsPath: labels)
         if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let mean, let std { options.normalization = .init(mean: [mean], std: [std]) }
-        let detector: ObjectDetector
+        return options
+    }
+
+    private func loading<T>(_ path: String, _ make: () throws -> T) throws -> T {
         do {
-            detector = try ObjectDetector(modelPath: path, options: options)
+            return try make()
         } catch let error as DetectorError {
             if case .cannotReadLabels = error { throw CommandFailure("--labels: \(error)") }
             throw CommandFailure("cannot use \(path): \(error)")
         } catch {
             throw CommandFailure("cannot use \(path): \(error)")
         }
-        if detector.labels == nil {
-            warn("no labels for \(path) (none in its metadata, no labelmap.txt or labels.txt beside it): classes print as \"class N\"; pass --labels FILE")
-        }
-        return detector
     }
+
+    private func warnNoLabels(_ path: String) {
+        warn("no labels for \(path) (none in its metadata, no labelmap.txt or labels.txt beside it): classes print as \"class N\"; pass --labels FILE")
+    }
+}
+
+/// The detection of `video` and `record` (``DetectorFlags/makeVideoDetection(file:)``): the step the
+/// analysis calls, and for a file the same step run ahead on the pipeline's threads.
+struct VideoDetection {
+    let detect: (Image) throws -> [Detection]
+    /// Nil: detect in line, one frame at a time.
+    let ahead: DetectAhead?
 }
 
 struct Detect: ParsableCommand {

@@ -119,9 +119,10 @@ struct Record: ParsableCommand {
             let unknown = requireZone.filter { !names.contains($0) }
             guard unknown.isEmpty else { throw CommandFailure("--require-zone \(unknown.joined(separator: ", ")): no such zone in \(analysisFlags.zones ?? "")") }
         }
-        let detector = try options.makeDetector(pipelined: true)
         let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
-        let analyzer = try analysisFlags.makeAnalyzer(detector: detector, namer: namer, threshold: options.threshold)
+        let isFile = reader.map { !$0.info.isLive } ?? false
+        let detection = try options.makeVideoDetection(file: isFile && !analysisFlags.motion && namer == nil)
+        let analyzer = try analysisFlags.makeAnalyzer(detect: detection.detect, namer: namer, threshold: options.threshold)
         let requiredZones = requireZone.isEmpty ? nil : Set(requireZone)
         let strangersOnly = trigger == .unknownFace
         let json = self.json
@@ -154,8 +155,10 @@ struct Record: ParsableCommand {
                 }
             }
         let progressLines = Throttle(seconds: 2)
+        var runOptions = SourceRun.Options(reconnect: reconnect, reader: readerOptions)
+        runOptions.pipeline.detectAhead = detection.ahead
         let run = SourceRun(
-            input: source, options: .init(reconnect: reconnect, reader: readerOptions),
+            input: source, options: runOptions,
             recorder: { info in
                 var sessionOptions = ClipSession.Options(
                     policy: .init(postRoll: postRoll, preRoll: preRoll, maxPreRollFrames: Self.preRollFrames(info)), drawBoxes: !noBoxes,

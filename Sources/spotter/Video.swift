@@ -165,9 +165,9 @@ struct Video: ParsableCommand {
         let zoneLayout = try analysisFlags.layout()
         let reader: VideoReader
         do { reader = try VideoReader(path: source, options: .init(openTimeout: max(timeout, 5), readTimeout: timeout)) } catch { throw CommandFailure("\(error)") }
-        let detector = try self.detector.makeDetector(pipelined: true)
         let namer = try faceFlags.makeNamer(store: self.detector.store, threads: self.detector.threads)
-        let analyzer = try analysisFlags.makeAnalyzer(detector: detector, namer: namer, threshold: self.detector.threshold,
+        let detection = try self.detector.makeVideoDetection(file: !reader.info.isLive && every == 1 && !analysisFlags.motion && namer == nil)
+        let analyzer = try analysisFlags.makeAnalyzer(detect: detection.detect, namer: namer, threshold: self.detector.threshold,
                                                       rectangles: rectangles ? rectangleFlags.options(retriesAtFinerScale: false) : nil)
         let info = reader.info
         let staged = StagedFile(output)
@@ -189,14 +189,16 @@ struct Video: ParsableCommand {
         }
         let lines = open(stagedLines)
         let eventLines = open(stagedEvents).map { EventLines(handle: $0, source: input) }
-        let pipeline = FramePipeline(reader: reader, options: .init(every: every))
+        var pipelineOptions = FramePipeline.Options(every: every)
+        pipelineOptions.detectAhead = detection.ahead
+        let pipeline = FramePipeline(reader: reader, options: pipelineOptions)
         let interruption = Interruption(stopping: pipeline.stopRequested)
         let bar = ProgressBar(total: info.frameCount ?? 0, enabled: true)
         let sink = AnnotatingSink(writer: writer, annotator: annotator, lines: lines, events: eventLines,
                                   trailSeconds: trails ? 1 : 0, zones: zoneLayout?.inPixels(width: upright.width, height: upright.height))
         var stats: PipelineStats
         do {
-            stats = try pipeline.run(analyze: { try analyzer.analyze($0) },
+            stats = try pipeline.run(analyze: { try analyzer.analyze($0, detected: $1) },
                                      consume: { try sink.consume($0) },
                                      progress: { reportProgress(bar, $0, info: info) })
             for event in analyzer.finish() { eventLines?.write(event, time: sink.lastTime, frame: nil) }
