@@ -15,8 +15,6 @@ import argparse
 import datetime
 import http.client
 import os
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,9 +23,8 @@ import time
 
 import cv2
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+from checklib import MODEL, SHARED, free_port
+
 
 PEER = r'''
 import json, sys, threading
@@ -67,12 +64,6 @@ class Handler(BaseHTTPRequestHandler):
 
 ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 '''
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(port, method, path, body=None):

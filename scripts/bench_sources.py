@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -42,16 +41,9 @@ import urllib.request
 
 import cv2
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+from checklib import MODEL, SHARED, free_port
+
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def api(base, path, body=None, method=None):

@@ -28,20 +28,12 @@ import tempfile
 import cv2
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL_DIR = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1")
-MODEL = os.path.join(MODEL_DIR, "detect.tflite")
+from checklib import MODEL, SHARED, check, summary
+
+MODEL_DIR = os.path.dirname(MODEL)
 PEOPLE = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 sys.path.insert(0, os.path.join(SHARED, "reference"))
 from pipeline_py import Detector  # noqa: E402  (the peer's own detector: LiteRT)
-
-RESULTS = []
-
-
-def check(name, condition, detail=""):
-    RESULTS.append(bool(condition))
-    print(("ok    " if condition else "FAIL  ") + name + ("" if condition or not detail else f"  {detail}"), flush=True)
 
 
 def peer_persons(path):
@@ -308,9 +300,7 @@ def main():
     record_matches_peer(spotter, work, frames, fps)
     flicker_and_parked(spotter, work, frames, fps)
     motion_gating(spotter, work, frames, fps)
-    passed = sum(RESULTS)
-    print(f"{passed} passed, {len(RESULTS) - passed} failed")
-    return 0 if passed == len(RESULTS) else 1
+    return summary()
 
 
 if __name__ == "__main__":

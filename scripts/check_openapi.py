@@ -14,7 +14,6 @@ Usage: check_openapi.py SPOTTER_BINARY
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,23 +23,10 @@ import urllib.request
 
 import jsonschema
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+from checklib import MODEL, SHARED, check, free_port, summary
+
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 COFFEE = os.path.join(SHARED, "images", "coffee.png")
-RESULTS = []
-
-
-def check(name, condition, detail=""):
-    RESULTS.append(bool(condition))
-    print(("ok    " if condition else "FAIL  ") + name + ("" if condition or not detail else f"  {str(detail)[:1500]}"), flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(base, path, body=None, method=None, content_type="application/json"):
@@ -184,9 +170,7 @@ def main():
         except subprocess.TimeoutExpired:
             server.kill()
         hook.shutdown()
-    passed = sum(RESULTS)
-    print(f"{passed} passed, {len(RESULTS) - passed} failed")
-    return 0 if passed == len(RESULTS) else 1
+    return summary()
 
 
 if __name__ == "__main__":

@@ -46,44 +46,12 @@ import threading
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+from checklib import MODEL, ROOT, SHARED, check, free_port, summary, wait_until
+
 PEOPLE = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 WALK = os.path.join(SHARED, "videos", "asl-walk.mkv")
 COFFEE = os.path.join(SHARED, "images", "coffee.png")
 PASSWORD = "hunter2-secret"
-
-passed = failed = 0
-
-
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name} {str(detail)[:600]}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(condition, seconds, step=0.2):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception:
-            pass
-        time.sleep(step)
-    return None
 
 
 def request(port, method, path, body=None, headers=None, timeout=30):
@@ -722,8 +690,7 @@ def main():
         body_time_deepstack_checks(spotter, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

@@ -38,30 +38,11 @@ import threading
 import time
 import http.server
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+from checklib import MODEL, ROOT, SHARED, check, free_port, summary
+
 VIDEO = os.path.join(SHARED, "videos", "asl-walk.mkv")
 BOMBS = os.path.join(ROOT, "fixtures-generated", "bombs")
 TOKEN = "correct-horse-battery-staple"
-
-passed = failed = 0
-
-
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name} {detail}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(port, method, path, body=None, headers=None, timeout=30):
@@ -402,8 +383,7 @@ def main():
             group(spotter, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

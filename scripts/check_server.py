@@ -37,29 +37,10 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+from checklib import MODEL, ROOT, SHARED, check, free_port, summary
+
 VIDEO = os.path.join(SHARED, "videos", "asl-walk.mkv")
 LIVE_VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
-
-passed = failed = 0
-
-
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok    {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name} {detail}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -153,8 +134,7 @@ def main():
         except Exception as error:
             check("SIGTERM while recording", False, f"{type(error).__name__}: {error}")
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(summary())
 
 
 def api(base, path, body=None, method=None):

@@ -1,0 +1,50 @@
+"""What the check and benchmark scripts share: where the repository and ../shared are, one line per
+check with the count at the end, a free port on 127.0.0.1, and waiting for a condition.
+
+    from checklib import MODEL, check, free_port, summary
+    check("the answer is 42", answer == 42, answer)
+    sys.exit(summary())   # prints `N passed, M failed`; 1 when any failed
+"""
+import os
+import socket
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+MODEL = os.path.join(SHARED, "models", "coco-ssd-mobilenet-v1", "detect.tflite")
+
+_results = []
+
+
+def check(name, condition, detail=""):
+    """Prints `ok    NAME`, or `FAIL  NAME  DETAIL` (detail cut to 1,500 characters); returns the outcome."""
+    _results.append(bool(condition))
+    print(("ok    " if condition else "FAIL  ") + name + ("" if condition or not detail else f"  {str(detail)[:1500]}"), flush=True)
+    return bool(condition)
+
+
+def summary():
+    """Prints `N passed, M failed` (the line scripts/test.sh reads) and returns the exit status."""
+    passed = sum(_results)
+    print(f"{passed} passed, {len(_results) - passed} failed", flush=True)
+    return 0 if passed == len(_results) else 1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(condition, seconds, step=0.2):
+    """`condition()`'s first true value within `seconds` (exceptions count as false), else None."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception:
+            pass
+        time.sleep(step)
+    return None
