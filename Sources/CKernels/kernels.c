@@ -333,27 +333,13 @@ TARGET static void quantize_span(const float* x, int8_t* y, size_t count, float 
     }
 }
 
-/// As quantize_span, then back to float: y = (q - zero) * scale, the value the quantized input stands for.
-TARGET static void round_trip_span(const float* x, float* y, size_t count, float inverse_scale, int32_t zero, float step) {
-    const __m512 scale = _mm512_set1_ps(inverse_scale), back = _mm512_set1_ps(step);
-    const __m512i offset = _mm512_set1_epi32(zero), lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
-    for (size_t i = 0; i < count; i += 16) {
-        const __mmask16 live = count - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (count - i)) - 1);
-        const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, x + i), scale);
-        __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), offset);
-        q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
-        _mm512_mask_storeu_ps(y + i, live, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, offset)), back));
-    }
-}
-
 /// Spans of a tensor split across a pool's threads: at most SPANS, each at least 16 KiB of floats.
 #define SPANS 8
 typedef struct {
     const float* x;
     int8_t* y;
-    float* round_trip;
     size_t count, span;
-    float inverse_scale, scale;
+    float inverse_scale;
     int32_t zero;
     float mins[SPANS], maxs[SPANS];
 } span_task;
@@ -376,12 +362,6 @@ static void quantize_task(void* opaque, size_t i) {
     span_task* t = (span_task*)opaque;
     const size_t begin = i * t->span, end = begin + t->span < t->count ? begin + t->span : t->count;
     quantize_span(t->x + begin, t->y + begin, end - begin, t->inverse_scale, t->zero);
-}
-
-static void round_trip_task(void* opaque, size_t i) {
-    span_task* t = (span_task*)opaque;
-    const size_t begin = i * t->span, end = begin + t->span < t->count ? begin + t->span : t->count;
-    round_trip_span(t->x + begin, t->round_trip + begin, end - begin, t->inverse_scale, t->zero, t->scale);
 }
 
 void spotter_min_max_f32(const float* x, size_t count, float* min, float* max, pthreadpool_t pool) {
@@ -609,10 +589,4 @@ void spotter_transpose_bytes(const uint8_t* src, uint8_t* dst, size_t rows, size
     for (; c < last; c++) {
         for (size_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * columns + c];
     }
-}
-
-void spotter_round_trip_s8(const float* x, float* y, size_t count, float inverse_scale, int32_t zero, float scale, pthreadpool_t pool) {
-    span_task t = {.x = x, .round_trip = y, .count = count, .inverse_scale = inverse_scale, .zero = zero, .scale = scale};
-    const size_t n = spans(count, &t.span);
-    pthreadpool_parallelize_1d(pool, round_trip_task, &t, n, 0);
 }

@@ -93,11 +93,6 @@ void spotter_min_max_f32(const float* x, size_t count, float* min, float* max, p
 /// split across the pool's threads.
 void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero, pthreadpool_t pool);
 
-/// y = (clamp(rint(x * inverse_scale) + zero, -128, 127) - zero) * scale: what spotter_quantize_s8
-/// gives, as the floats it stands for (a hybrid layer's input for a float kernel); AVX-512, spans
-/// split across the pool's threads.
-void spotter_round_trip_s8(const float* x, float* y, size_t count, float inverse_scale, int32_t zero, float scale, pthreadpool_t pool);
-
 /// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads
 /// (64 bytes per step with AVX-512 VBMI where the CPU has it).
 void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool);

@@ -3,10 +3,7 @@ internal import CXNNPACK
 import TFLiteFormat
 
 /// float32 DEPTHWISE_CONV_2D with depth multiplier 1 (and hybrid weights dequantized at load) on
-/// Spotter's AVX-512 kernel (Sources/CKernels/dwconv_f32.c). A hybrid layer with int8 weights reads
-/// its input as LiteRT's kernels do: each picture quantized at every run (``DynamicQuantization``),
-/// here stored back as the floats the int8 values stand for, so the sums are LiteRT's to float
-/// rounding. Debian's XNNPACK (2022) took 57 us for
+/// Spotter's AVX-512 kernel (Sources/CKernels/dwconv_f32.c). Debian's XNNPACK (2022) took 57 us for
 /// each of BlazeFace's 64x64x24 3x3 layers, reloading the weights and an input pointer per tap for
 /// every pixel; this kernel 14 us. Sums are in another order than XNNPACK's, so outputs agree with
 /// LiteRT's default path to float rounding, as XNNPACK's do.
@@ -29,9 +26,6 @@ final class AVX512Depthwise: Kernel {
     private let zeros: UnsafeMutableBufferPointer<Float>
     /// A PReLU after the convolution, applied to each output as it is stored: alpha, then scale.
     private let prelu: UnsafeMutableBufferPointer<Float>?
-    /// A hybrid layer's input as its quantized values stand for it, and the floats of one picture.
-    private let quantizedInput: UnsafeMutableBufferPointer<Float>?
-    private let picture: Int
 
     /// Returns nil for depthwise convolutions the kernel does not cover (a depth multiplier above 1,
     /// other types, non-constant weights) or when the CPU lacks AVX-512F.
@@ -42,8 +36,6 @@ final class AVX512Depthwise: Kernel {
               ctx.isConstant(filter), ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
               ctx.shape(filter)[3] == ctx.shape(input)[3], ctx.shape(filter)[1] <= maximumFilterHeight,
               !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
-        // Quantizing the input uses the VNNI machines' helpers (spotter_min_max_f32, spotter_round_trip_s8).
-        if ctx.quantizesHybridInput(input: input, weights: filter, channels: ctx.shape(filter)[3]), spotter_has_vnni() == 0 { return nil }
         return try AVX512Depthwise(ctx, pool: pool, options: options)
     }
 
@@ -75,13 +67,6 @@ final class AVX512Depthwise: Kernel {
         } else {
             prelu = nil
         }
-        picture = g.inputHeight * g.inputWidth * g.inputChannels
-        if ctx.quantizesHybridInput(input: input, weights: ctx.input(1), channels: channels) {
-            quantizedInput = .allocate(capacity: max(1, g.batches * picture))
-            quantizedInput?.initialize(repeating: 0)
-        } else {
-            quantizedInput = nil
-        }
         packed = .allocate(capacity: withUnsafePointer(to: &conv) { spotter_dwconv_f32_packed_count($0) })
         zeros = .allocate(capacity: max(1, g.inputWidth * channels))
         zeros.initialize(repeating: 0)
@@ -102,22 +87,11 @@ final class AVX512Depthwise: Kernel {
         packed.deallocate()
         zeros.deallocate()
         prelu?.deallocate()
-        quantizedInput?.deallocate()
     }
 
     func run(_ memory: TensorMemory) {
-        var source = UnsafePointer(memory.typed(input, Float.self))
-        if let quantized = quantizedInput?.baseAddress {
-            for b in 0..<Int(conv.batches) where picture > 0 {
-                var low: Float = 0, high: Float = 0
-                spotter_min_max_f32(source + b * picture, picture, &low, &high, pool.active)
-                let q = DynamicQuantization(min: low, max: high)
-                spotter_round_trip_s8(source + b * picture, quantized + b * picture, picture, q.inverseScale, q.zeroPoint, q.scale, pool.active)
-            }
-            source = UnsafePointer(quantized)
-        }
         withUnsafePointer(to: &conv) { conv in
-            spotter_dwconv_f32_run(conv, source, memory.typed(output, Float.self), pool.active)
+            spotter_dwconv_f32_run(conv, memory.typed(input, Float.self), memory.typed(output, Float.self), pool.active)
         }
     }
 }

@@ -21,8 +21,6 @@ final class GlobalDepthwise: Kernel {
         guard ctx.type(input) == .float32, !ctx.isConstant(input), ctx.type(ctx.output(0)) == .float32,
               ctx.type(filter) == .float32 || ctx.isHybrid(input: input, weights: filter), ctx.isConstant(filter),
               inShape.count == 4, fShape.count == 4, fShape[3] == inShape[3], fShape[1] == inShape[1], fShape[2] == inShape[2],
-              // A layer whose input LiteRT quantizes runs on AVX512Depthwise, which does the same.
-              !ctx.quantizesHybridInput(input: input, weights: filter, channels: fShape[3]),
               options.dilationHeight == 1, options.dilationWidth == 1,
               !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
         let g = try WindowGeometry(convolution: ctx, options: options, depthwise: true)

@@ -136,9 +136,6 @@ enum XNNPACKKernels {
         guard ctx.type(filter) == type || ctx.isHybrid(input: input, weights: filter), [.uint8, .int8, .float32].contains(type),
               ctx.isConstant(filter), ctx.shape(input).count == 4, ctx.shape(filter).count == 4,
               !ctx.hasInput(2) || ctx.isConstant(ctx.input(2)) else { return nil }
-        // A hybrid depthwise layer whose input LiteRT quantizes runs on AVX512Depthwise where the CPU
-        // has VNNI, else on the reference kernel: both quantize it as LiteRT does.
-        if depthwise, ctx.quantizesHybridInput(input: input, weights: filter, channels: ctx.shape(filter)[3]) { return nil }
         let g = try WindowGeometry(convolution: ctx, options: options, depthwise: depthwise)
         let inShape = ctx.shape(input), channels = g.outputChannels
         // TensorFlow's SAME padding puts the odd pixel at the bottom and right.
