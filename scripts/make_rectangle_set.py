@@ -16,7 +16,15 @@ within 40 degrees of square, a shorter/longer ratio of at least 0.3 as displayed
 on average and 12 on every side (a detector sees brightness edges, as Vision does), and every
 corner visible.
 
-Usage: make_rectangle_set.py [--out DIR] [--count N] [--empty N] [--seed S]
+Two families (issue 36: tune on one, measure on the other):
+- `tuned` (the default): the set the detector's thresholds and weights were fitted on.
+- `heldout`: never tuned on. Backgrounds are `../shared/coco128` pictures whose annotations are
+  only animals and food (and photo faces any coco128 picture); besides photos and pages it draws
+  screens (a dark bezel around bright content), cards with rounded corners (the corners reported
+  are where the straight sides meet, as Vision does), signs, and boxes in perspective (a side
+  face shares an edge with the rectangle); lighting ramps, spotlights and motion blur.
+
+Usage: make_rectangle_set.py [--out DIR] [--count N] [--empty N] [--seed S] [--family tuned|heldout]
 """
 import argparse
 import glob
@@ -56,6 +64,27 @@ def load_sources():
     return pictures, [face for face in faces if face is not None]
 
 
+def load_coco():
+    """Held-out backgrounds: coco128 pictures annotated with animals and food only; faces: all."""
+    folder = os.path.join(SHARED, "coco128")
+    annotations = json.load(open(os.path.join(folder, "annotations", "instances_train2017.json")))
+    supercategory = {c["id"]: c["supercategory"] for c in annotations["categories"]}
+    kinds = {}
+    for a in annotations["annotations"]:
+        kinds.setdefault(a["image_id"], set()).add(supercategory[a["category_id"]])
+    backgrounds, faces = [], []
+    for entry in annotations["images"]:
+        image = cv2.imread(os.path.join(folder, "train2017", entry["file_name"]), cv2.IMREAD_COLOR)
+        if image is None:
+            continue
+        faces.append(image)
+        if kinds.get(entry["id"]) and kinds[entry["id"]] <= {"animal", "food"}:
+            backgrounds.append(image)
+    if len(backgrounds) < 5:
+        sys.exit(f"make_rectangle_set: too few coco128 pictures of animals and food under {folder}")
+    return backgrounds, faces
+
+
 def background(rng, sources, width, height):
     """A random crop of a shared picture, scaled to fill the frame."""
     def crop(w, h):
@@ -70,12 +99,28 @@ def background(rng, sources, width, height):
     return crop(width, height).copy()
 
 
-def texture(rng, sources, faces, long_side, aspect):
-    """The rectangle's face: a photo (with or without a white border), a printed page or a flat colour."""
+def texture(rng, sources, faces, long_side, aspect, kind):
+    """The rectangle's face: a photo (with or without a white border), a printed page, a flat colour,
+    a screen (dark bezel, bright content) or a sign (one colour, a white inner border, lettering)."""
     w, h = int(long_side), int(long_side * aspect)
     if rng.random() < 0.5:
         w, h = h, w
-    kind = rng.choice(["photo", "photo", "page", "flat"])
+    if kind is None:
+        kind = rng.choice(["photo", "photo", "page", "flat"])
+    if kind == "screen":
+        bezel = max(3, int(min(w, h) * rng.uniform(0.02, 0.07)))
+        face = np.full((h, w, 3), rng.integers(5, 45), np.uint8)
+        content = cv2.convertScaleAbs(background(rng, faces, w - 2 * bezel, h - 2 * bezel), alpha=rng.uniform(1.0, 1.4), beta=rng.uniform(30, 80))
+        face[bezel:h - bezel, bezel:w - bezel] = content
+        return face
+    if kind == "sign":
+        face = np.empty((h, w, 3), np.uint8)
+        face[:] = rng.choice([(40, 40, 200), (30, 120, 30), (160, 80, 20), (20, 160, 220), (30, 30, 30)])
+        inset = max(3, min(w, h) // 14)
+        cv2.rectangle(face, (inset, inset), (w - inset, h - inset), (245, 245, 245), max(2, inset // 3), cv2.LINE_AA)
+        words = "".join(rng.choice(list("ABCDEFGHKLMNOPRSTUVWXYZ")) for _ in range(int(rng.integers(3, 8))))
+        cv2.putText(face, words, (2 * inset, h // 2 + inset), cv2.FONT_HERSHEY_DUPLEX, max(0.4, w / (len(words) * 28)), (245, 245, 245), 2, cv2.LINE_AA)
+        return face
     if kind == "flat":
         face = np.empty((h, w, 3), np.uint8)
         face[:] = rng.integers(0, 256, 3)
@@ -117,11 +162,14 @@ def pose(rng, width, height, aspect):
     target = rng.uniform(0.35, 0.95) * min(width, height)
     depth = focal / target
     offset = np.array([rng.uniform(-0.35, 0.35) * width / focal * depth, rng.uniform(-0.35, 0.35) * height / focal * depth, depth])
-    world = local @ r.T + offset
-    if np.any(world[:, 2] < 0.2 * depth):
+    def project(points, world=False):
+        placed = points @ r.T + offset
+        if world:
+            return placed
+        return np.stack([focal * placed[:, 0] / placed[:, 2] + width / 2, focal * placed[:, 1] / placed[:, 2] + height / 2], axis=1)
+    if np.any(project(local, world=True)[:, 2] < 0.2 * depth):
         return None
-    corners = np.stack([focal * world[:, 0] / world[:, 2] + width / 2, focal * world[:, 1] / world[:, 2] + height / 2], axis=1)
-    return corners
+    return project(local), project
 
 
 def measures(corners):
@@ -167,7 +215,8 @@ def border_contrast(gray, corners):
     return sides
 
 
-def paste(rng, canvas, face, corners):
+def paste(rng, canvas, face, corners, radius=0.0):
+    """Draws the face into the quadrilateral; radius > 0 rounds its corners (a share of the shorter side)."""
     fh, fw = face.shape[:2]
     source = np.float32([[0, 0], [fw, 0], [fw, fh], [0, fh]])
     h = cv2.getPerspectiveTransform(source, np.float32(corners))
@@ -176,8 +225,51 @@ def paste(rng, canvas, face, corners):
     # Coverage rendered at 4x and averaged: anti-aliased edges, as a camera sees them.
     big = np.zeros((canvas.shape[0] * 4, canvas.shape[1] * 4), np.uint8)
     cv2.fillConvexPoly(big, np.int32(np.round(corners * 4 * 16)), 255, lineType=cv2.LINE_8, shift=4)
-    alpha = cv2.resize(big, size, interpolation=cv2.INTER_AREA).astype(np.float32)[..., None] / 255
+    alpha = cv2.resize(big, size, interpolation=cv2.INTER_AREA).astype(np.float32) / 255
+    if radius > 0:
+        r = max(2, int(radius * min(fw, fh)))
+        mask = np.zeros((fh, fw), np.uint8)
+        cv2.rectangle(mask, (r, 0), (fw - 1 - r, fh - 1), 255, -1)
+        cv2.rectangle(mask, (0, r), (fw - 1, fh - 1 - r), 255, -1)
+        for cx, cy in [(r, r), (fw - 1 - r, r), (fw - 1 - r, fh - 1 - r), (r, fh - 1 - r)]:
+            cv2.circle(mask, (cx, cy), r, 255, -1, cv2.LINE_AA)
+        alpha *= cv2.warpPerspective(mask, h, size, flags=cv2.INTER_LINEAR).astype(np.float32) / 255
+    alpha = alpha[..., None]
     return (canvas * (1 - alpha) + warped * alpha).astype(np.uint8)
+
+
+def box_sides(rng, canvas, project, aspect, corners):
+    """The visible side faces of a box whose front face is the rectangle, shaded flat with a little
+    texture (drawn before the front face, which shares an edge with each)."""
+    depth = rng.uniform(0.1, 0.45)
+    front = np.array([[-0.5, -aspect / 2, 0], [0.5, -aspect / 2, 0], [0.5, aspect / 2, 0], [-0.5, aspect / 2, 0]])
+    back = front + np.array([0, 0, depth])
+    world_front, world_back = project(front, world=True), project(back, world=True)
+    if world_back[:, 2].mean() < world_front[:, 2].mean():
+        back = front - np.array([0, 0, depth])
+        world_back = project(back, world=True)
+    image_back = project(back)
+    if np.any(project(back, world=True)[:, 2] <= 0):
+        return canvas
+    base = rng.integers(40, 220, 3).astype(np.float32)
+    out = canvas.copy()
+    for i in range(4):
+        j = (i + 1) % 4
+        quad_world = np.array([world_front[i], world_front[j], world_back[j], world_back[i]])
+        normal = np.cross(quad_world[1] - quad_world[0], quad_world[3] - quad_world[0])
+        centre = quad_world.mean(axis=0)
+        outward = centre - np.array([world_front, world_back]).reshape(-1, 3).mean(axis=0)
+        if normal @ outward < 0:
+            normal = -normal
+        if normal @ centre >= 0:  # faces away from the camera
+            continue
+        shade = np.clip(base * rng.uniform(0.5, 0.9) + rng.normal(0, 4, 3), 0, 255)
+        quad = np.array([corners_i for corners_i in (corners[i], corners[j], image_back[j], image_back[i])])
+        side = np.empty((64, 64, 3), np.uint8)
+        side[:] = shade
+        side = np.clip(side + rng.normal(0, 3, side.shape), 0, 255).astype(np.uint8)
+        out = paste(rng, out, side, quad)
+    return out
 
 
 def occlude(rng, image, corners, sources):
@@ -198,9 +290,22 @@ def occlude(rng, image, corners, sources):
     return (image * (1 - alpha) + patch * alpha).astype(np.uint8)
 
 
-def light(rng, image):
+def light(rng, image, heldout=False):
     h, w = image.shape[:2]
     out = image.astype(np.float32)
+    if heldout and rng.random() < 0.3:
+        # A spotlight: bright in one place, falling off to a third.
+        cx, cy, spread = rng.uniform(0, w), rng.uniform(0, h), rng.uniform(0.3, 0.8) * max(w, h)
+        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+        out *= (0.35 + 0.75 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * spread ** 2)))[..., None]
+    if heldout and rng.random() < 0.3:
+        # Motion blur: the camera moved 4-14 px during the exposure.
+        length = int(rng.integers(4, 15))
+        kernel = np.zeros((length, length), np.float32)
+        kernel[length // 2, :] = 1 / length
+        rotate = cv2.getRotationMatrix2D(((length - 1) / 2, (length - 1) / 2), rng.uniform(0, 180), 1)
+        kernel = cv2.warpAffine(kernel, rotate, (length, length))
+        out = cv2.filter2D(out, -1, kernel / max(1e-6, kernel.sum()))
     if rng.random() < 0.5:
         angle = rng.uniform(0, 2 * math.pi)
         yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
@@ -226,9 +331,12 @@ def main():
     parser.add_argument("--count", type=int, default=480, help="pictures with a rectangle")
     parser.add_argument("--empty", type=int, default=60, help="pictures without one")
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--family", choices=["tuned", "heldout"], default="tuned")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    sources, faces = load_sources()
+    heldout = args.family == "heldout"
+    sources, faces = load_coco() if heldout else load_sources()
+    kinds = ["photo", "photo", "page", "flat", "screen", "card", "sign", "box"]
     os.makedirs(args.out, exist_ok=True)
     pictures = []
     for index in range(args.count + args.empty):
@@ -236,12 +344,13 @@ def main():
         with_rectangle = index < args.count
         while True:
             canvas = background(rng, sources, width, height)
-            corners = []
+            corners, kind = [], None
             if with_rectangle:
                 aspect = rng.uniform(0.55, 1.0)
-                projected = pose(rng, width, height, aspect)
-                if projected is None:
+                posed = pose(rng, width, height, aspect)
+                if posed is None:
                     continue
+                projected, project = posed
                 margin = 0.02 * min(width, height)
                 if projected[:, 0].min() < margin or projected[:, 1].min() < margin \
                         or projected[:, 0].max() > width - margin or projected[:, 1].max() > height - margin:
@@ -249,8 +358,12 @@ def main():
                 size, ratio, worst = measures(projected)
                 if size < 0.25 * min(width, height) or worst > 40 or ratio < 0.3:
                     continue
-                face = texture(rng, sources, faces, max(64, np.linalg.norm(projected[1] - projected[0]) * 1.2), aspect)
-                canvas = paste(rng, canvas, face, projected)
+                kind = rng.choice(kinds) if heldout else None  # the tuned family draws it in texture(), as it always has
+                face_kind = ("flat" if rng.random() < 0.5 else "photo") if kind in ("card", "box") else kind
+                face = texture(rng, sources, faces, max(64, np.linalg.norm(projected[1] - projected[0]) * 1.2), aspect, face_kind)
+                if kind == "box":
+                    canvas = box_sides(rng, canvas, project, aspect, projected)
+                canvas = paste(rng, canvas, face, projected, rng.uniform(0.04, 0.12) if kind == "card" else 0.0)
                 contrast = border_contrast(cv2.cvtColor(canvas, cv2.COLOR_BGR2GRAY), projected)
                 if min(contrast) < 12 or np.mean(contrast) < 20:
                     continue
@@ -258,13 +371,16 @@ def main():
                     canvas = occlude(rng, canvas, projected, sources)
                 corners = displayed_order(projected).round(3).tolist()
             break
-        canvas = light(rng, canvas)
+        canvas = light(rng, canvas, heldout)
         name = f"{index:04d}.jpg"
         cv2.imwrite(os.path.join(args.out, name), canvas, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(40, 96))])
-        pictures.append({"image": name, "width": width, "height": height, "corners": corners})
+        entry = {"image": name, "width": width, "height": height, "corners": corners}
+        if heldout:
+            entry["kind"] = str(kind) if corners else "empty"
+        pictures.append(entry)
     with open(os.path.join(args.out, "truth.json"), "w") as f:
-        json.dump({"seed": args.seed, "pictures": pictures}, f, indent=1)
-    print(f"make_rectangle_set: {len(pictures)} pictures ({args.count} with a rectangle) in {args.out}")
+        json.dump({"seed": args.seed, "family": args.family, "pictures": pictures}, f, indent=1)
+    print(f"make_rectangle_set: {len(pictures)} {args.family} pictures ({args.count} with a rectangle, seed {args.seed}) in {args.out}")
 
 
 if __name__ == "__main__":
