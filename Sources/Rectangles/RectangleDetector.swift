@@ -37,8 +37,9 @@ public struct RectangleObservation: Sendable, Equatable {
 /// into lines (so a side broken by an occluder, a shadow or texture stays one line), quadrilaterals from
 /// four lines meeting at corners, each scored by the fraction of its outline that has a matching
 /// edge and ranked by that, its contrast, its size and how little edges run on past its corners
-/// (weights fitted on a rendered set), then every side re-fitted at full resolution to sub-pixel
-/// edge positions and the corners taken as the refined sides' intersections.
+/// (weights fitted on a rendered set), each side moved out onto a well-supported parallel edge just
+/// outside it (a sign's border, a screen's bezel), then every side re-fitted at full resolution to
+/// sub-pixel edge positions and the corners taken as the refined sides' intersections.
 ///
 /// ```swift
 /// let detector = RectangleDetector(options: .init(maximumObservations: 0))
@@ -146,7 +147,8 @@ public struct RectangleDetector: Sendable {
         let luma = Luma(image)
         let edges = EdgeMap(luma.downscaled(by: factor, channels: true))
         let lines = LineFinder.lines(in: edges, minimumLength: QuadFinder.minimumSide(options, imageSize: image.size, factor: factor))
-        var quads = QuadFinder(edges: edges, lines: lines, options: options, factor: factor, imageSize: image.size).candidates()
+        let finder = QuadFinder(edges: edges, lines: lines, options: options, factor: factor, imageSize: image.size)
+        var quads = finder.candidates()
         quads.sort { $0.rank > $1.rank }
 
         var kept: [RectangleObservation] = []
@@ -155,7 +157,7 @@ public struct RectangleDetector: Sendable {
         let upright = orientation.uprightSize(image.size)
         for candidate in quads {
             if options.maximumObservations > 0 && kept.count >= options.maximumObservations { break }
-            let quad = QuadFinder.outerFrame(of: candidate, among: quads)
+            let quad = finder.widened(QuadFinder.outerFrame(of: candidate, among: quads))
             guard quad.confidence >= options.minimumConfidence else { continue }
             let corners = Refiner(luma: luma, factor: factor).refine(quad.corners)
             guard Self.passes(corners, options: options, imageSize: image.size) else { continue }
