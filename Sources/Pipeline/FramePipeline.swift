@@ -370,7 +370,7 @@ public final class FramePipeline {
         inOrder?.abandon()
         detected.close()
         done.wait()
-        for _ in 0..<(inOrder == nil ? 0 : ahead?.threads ?? 0) { workersEnded.wait() }
+        for _ in 0..<(ahead?.threads ?? 0) { workersEnded.wait() }
         while decodeThread.isExecuting { usleep(1000) }
         stats.received = received.value
         stats.dropped = decoded.droppedCount
