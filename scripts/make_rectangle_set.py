@@ -248,9 +248,10 @@ def box_sides(rng, canvas, project, aspect, corners):
     if world_back[:, 2].mean() < world_front[:, 2].mean():
         back = front - np.array([0, 0, depth])
         world_back = project(back, world=True)
-    image_back = project(back)
-    if np.any(project(back, world=True)[:, 2] <= 0):
+    if np.any(world_back[:, 2] <= 0):
         return canvas
+    image_back = project(back)
+    box_centre = np.concatenate([world_front, world_back]).mean(axis=0)
     base = rng.integers(40, 220, 3).astype(np.float32)
     out = canvas.copy()
     for i in range(4):
@@ -258,13 +259,12 @@ def box_sides(rng, canvas, project, aspect, corners):
         quad_world = np.array([world_front[i], world_front[j], world_back[j], world_back[i]])
         normal = np.cross(quad_world[1] - quad_world[0], quad_world[3] - quad_world[0])
         centre = quad_world.mean(axis=0)
-        outward = centre - np.array([world_front, world_back]).reshape(-1, 3).mean(axis=0)
-        if normal @ outward < 0:
+        if normal @ (centre - box_centre) < 0:
             normal = -normal
         if normal @ centre >= 0:  # faces away from the camera
             continue
         shade = np.clip(base * rng.uniform(0.5, 0.9) + rng.normal(0, 4, 3), 0, 255)
-        quad = np.array([corners_i for corners_i in (corners[i], corners[j], image_back[j], image_back[i])])
+        quad = np.array([corners[i], corners[j], image_back[j], image_back[i]])
         side = np.empty((64, 64, 3), np.uint8)
         side[:] = shade
         side = np.clip(side + rng.normal(0, 3, side.shape), 0, 255).astype(np.uint8)
