@@ -24,8 +24,8 @@ elif [ "${1:-}" = "--sources" ]; then
   "$venv/bin/python" scripts/bench_sources.py .build/release/spotter "$@"
 elif [ "${1:-}" = "--rectangles" ]; then
   shift
-  # The set tuned on (seed 12), two held-out sets of the same family (seeds 7, 99), two of the
-  # held-out family (seeds 1, 2, 3), and the marked real photos; corners within 2.5% of the diagonal.
+  # The set tuned on (seed 12), two other seeds of the same family (7, 99), three seeds of the
+  # held-out family (1, 2, 3), and the marked real photos; corners within 2.5% of the diagonal.
   for set in tuned:12 tuned:7 tuned:99 heldout:1 heldout:2 heldout:3; do
     folder=fixtures-generated/rectangles-bench-${set/:/-}
     [ "$folder/truth.json" -nt scripts/make_rectangle_set.py ] || "$venv/bin/python" scripts/make_rectangle_set.py --family "${set%%:*}" --seed "${set##*:}" --out "$folder" 2>&1 | grep -v "libpng warning"

@@ -72,6 +72,17 @@ def main():
         cv2.imwrite(os.path.join(OUT, name + ".png"), image)
         truth[name] = [np.array(q).round(4).tolist() for q in quads]
 
+    # A box: its front face (the rectangle) and a darker side face sharing its right edge, thin
+    # enough that front and side together make a candidate that encloses the front closely.
+    front = rectangle(300, 250, 260, 180, 8)
+    a = math.radians(8)
+    depth = np.array([math.cos(a), math.sin(a)]) * 20 + np.array([-math.sin(a), math.cos(a)]) * -10
+    image = canvas()
+    fill(image, [front[1], front[1] + depth, front[2] + depth, front[2]], (40, 70, 110))
+    fill(image, front, (60, 120, 200))
+    cv2.imwrite(os.path.join(OUT, "box.png"), image)
+    truth["box"] = [np.array(front).round(4).tolist()]
+
     page = cv2.imread(os.path.join(SHARED, "images", "page.png"), cv2.IMREAD_COLOR)
     texture = cv2.resize(page, (480, 240), interpolation=cv2.INTER_AREA)
     cv2.imwrite(os.path.join(OUT, "page-texture.png"), texture)

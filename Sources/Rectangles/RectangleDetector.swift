@@ -145,9 +145,10 @@ public struct RectangleDetector: Sendable {
     /// Rectangles found at the working scale of `factor`.
     private func detect(in image: Image, orientation: Orientation, factor: Int) -> [RectangleObservation] {
         let luma = Luma(image)
-        let edges = EdgeMap(luma.downscaled(by: factor, channels: true))
+        let planes = luma.downscaled(by: factor, channels: true)
+        let edges = EdgeMap(planes)
         let lines = LineFinder.lines(in: edges, minimumLength: QuadFinder.minimumSide(options, imageSize: image.size, factor: factor))
-        let finder = QuadFinder(edges: edges, lines: lines, options: options, factor: factor, imageSize: image.size)
+        let finder = QuadFinder(edges: edges, planes: planes, lines: lines, options: options, factor: factor, imageSize: image.size)
         var quads = finder.candidates()
         quads.sort { $0.rank > $1.rank }
 
@@ -157,7 +158,7 @@ public struct RectangleDetector: Sendable {
         let upright = orientation.uprightSize(image.size)
         for candidate in quads {
             if options.maximumObservations > 0 && kept.count >= options.maximumObservations { break }
-            let quad = finder.widened(QuadFinder.outerFrame(of: candidate, among: quads))
+            let quad = finder.widened(finder.outerFrame(of: candidate, among: quads))
             guard quad.confidence >= options.minimumConfidence else { continue }
             let corners = Refiner(luma: luma, factor: factor).refine(quad.corners)
             guard Self.passes(corners, options: options, imageSize: image.size) else { continue }

@@ -46,6 +46,16 @@ enum Drawn {
         }
     }
 
+    /// A box's side face, beside one side of its front face only, is not a rim: the front face is
+    /// the rectangle, not front and side together (a candidate that encloses the front closely,
+    /// and was reported, 20 pixels off, before the outer frame had to go all round).
+    @Test func aBoxIsItsFrontFaceWithoutItsSideFace() throws {
+        let found = try Self.detect("box", .init(minimumAspectRatio: 0.3, quadratureTolerance: 30))
+        let first = try #require(found.first)
+        let truth = try Drawn.corners("box")[0]
+        #expect(Drawn.error(first.corners, truth) < 1, "\(first.corners) vs \(truth)")
+    }
+
     /// Bigger pictures are averaged down by larger factors (2 to 10 here), in pixel formats of one,
     /// three and four bytes: the corners found stay on the drawn ones.
     @Test(arguments: [(1, PixelFormat.rgb24), (2, .rgb24), (3, .bgra), (5, .gray8), (3, .gray8)])
