@@ -209,7 +209,9 @@ struct Expected: Sendable, CustomStringConvertible {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("spotter-coffee.\(ext)").path
         try run("ffmpeg", ["-v", "error", "-y", "-i", Fixtures.shared.appendingPathComponent("images/coffee.png").path, path])
         let picture = try ImageFile.decode(path).upright
-        #expect(picture.size == Size(width: 600, height: 400))
+        let size = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
+            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        #expect([picture.size.width, picture.size.height] == size, "ffprobe reads \(size)")
         if ["bmp", "tiff", "png"].contains(ext) {
             let raw = path + ".rgb"
             try run("ffmpeg", ["-v", "error", "-y", "-i", path, "-pix_fmt", "rgb24", "-f", "rawvideo", raw])
