@@ -5,7 +5,7 @@ import PackageDescription
 /// packages only they use) so the AddressSanitizer build in `scripts/test.sh` compiles just the
 /// modules that touch unsafe memory and their test suites.
 let memoryCheckOnly = Context.environment["SPOTTER_MEMORY_CHECK"] == "1"
-let shellTargets: Set<String> = ["Server", "ServerTests", "spotter", "ModelStore", "ModelStoreTests", "CCurl", "CZlib"]
+let shellTargets: Set<String> = ["Server", "ServerTests", "spotter", "ModelStore", "ModelStoreTests", "CCurl", "CZlib", "Cluster", "ClusterTests"]
 
 let package = Package(
     name: "Spotter",
@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "Tracking", targets: ["Tracking"]),
         .library(name: "Evaluation", targets: ["Evaluation"]),
         .library(name: "ModelStore", targets: ["ModelStore"]),
+        .library(name: "Cluster", targets: ["Cluster"]),
         .library(name: "Server", targets: ["Server"]),
         .executable(name: "spotter", targets: ["spotter"]),
     ],
@@ -34,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Debian's XNNPACK and pthreadpool (libxnnpack-dev, libpthreadpool-dev).
@@ -81,6 +84,9 @@ let package = Package(
         .target(name: "Faces", dependencies: ["Detection", "Inference", "Imaging", "Media", .product(name: "GRDB", package: "GRDB.swift")]),
         // Catalog of models and sample videos, the cache, checked and resumable downloads.
         .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
+        // Several `spotter serve` nodes as one: sources leased to nodes with fencing, the event
+        // outbox, on PostgreSQL (postgres-nio).
+        .target(name: "Cluster", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
             "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", .product(name: "Hummingbird", package: "hummingbird"),
@@ -111,6 +117,7 @@ let package = Package(
         .testTarget(name: "FacesTests", dependencies: ["Faces", "Detection", "Imaging", "Media", "Inference", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
         .testTarget(name: "TrackingTests", dependencies: ["Tracking", "Imaging", "TestSupport"]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation"], exclude: ["Fixtures"]),
     ]
 )

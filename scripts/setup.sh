@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 packages=(pkg-config curl libcurl4-openssl-dev zlib1g-dev libxnnpack-dev libpthreadpool-dev libavformat-dev libavcodec-dev libswscale-dev
           libavutil-dev libavdevice-dev ffmpeg libfreetype-dev fonts-dejavu-core libjpeg62-turbo-dev libsqlite3-dev sqlite3 python3-venv
-          chromium chromium-driver wrk
+          chromium chromium-driver wrk postgresql
           gir1.2-gst-rtsp-server-1.0 python3-gi gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
           gstreamer1.0-plugins-ugly)
 missing=()
