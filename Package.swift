@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "Cluster", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
-            "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", .product(name: "Hummingbird", package: "hummingbird"),
+            "Cluster", "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
@@ -98,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "spotter",
             dependencies: [
-                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces", "Tracking", "Evaluation",
+                "TFLiteFormat", "Inference", "Imaging", "Media", "Detection", "Pipeline", "ModelStore", "Server", "Rectangles", "Faces", "Tracking", "Evaluation", "Cluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `serve --config` reads YAML as well as JSON.
                 .product(name: "Yams", package: "Yams"),

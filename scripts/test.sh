@@ -115,4 +115,10 @@ val_passed=${val%% of*}
 cat .build/check-server.log
 server=$(tail -1 .build/check-server.log)
 server_passed=${server%% passed*}
-echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + recorder_passed + zones_passed + objects_passed + openapi_passed + val_passed + server_passed)) passed, 0 failed"
+# Several nodes on one PostgreSQL (issue 37): a throwaway server from Debian's package, three nodes,
+# six sources spread over them, kill -9 and failover, graceful hand-over, the shared album's clips.
+"$venv/bin/python" scripts/check_cluster.py .build/release/spotter > .build/check-cluster.log 2>&1 || { cat .build/check-cluster.log; exit 1; }
+cat .build/check-cluster.log
+cluster=$(tail -1 .build/check-cluster.log)
+cluster_passed=${cluster%% passed*}
+echo "total: $((swift_tests + asan_tests + cli_passed + 1 + security_passed + 2 + recorder_passed + zones_passed + objects_passed + openapi_passed + val_passed + server_passed + cluster_passed)) passed, 0 failed"

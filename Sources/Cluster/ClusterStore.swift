@@ -43,6 +43,15 @@ public struct SourceStatus: Codable, Sendable, Equatable {
     public var node: String?
     public var generation: Int64
     public var state: String
+
+    public init(id: String, settings: String, desired: String, node: String?, generation: Int64, state: String) {
+        self.id = id
+        self.settings = settings
+        self.desired = desired
+        self.node = node
+        self.generation = generation
+        self.state = state
+    }
 }
 
 /// One event of the outbox.

@@ -43,7 +43,11 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
     if !configuration.webhooks.urls.isEmpty {
         services.append(WebhookService(options: configuration.webhooks, events: routes.sources.events, logger: logger, counters: routes.webhooks))
     }
-    services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, logger: logger))
+    var cluster: ClusterRun?
+    if let store = routes.cluster, let settings = configuration.cluster {
+        cluster = ClusterRun(store: store, settings: settings, hub: routes.sources, logger: logger)
+    }
+    services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, cluster: cluster, logger: logger))
     let connections = OpenConnections(limit: configuration.maxConnections)
     let limits = configuration.bodyLimits
     let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionLimiter(connections), BodyLimitHandler(limit: limits)],
@@ -64,10 +68,14 @@ struct SourcesService: Service {
     let hub: SourceHub
     let initial: [SourceSpec]
     let retention: Retention
+    /// In cluster mode the sources come from the cluster's leases, not the album or config file.
+    let cluster: ClusterRun?
     let logger: Logger
 
     func run() async throws {
-        for (input, error) in hub.restore(config: initial) { logger.error("source \(input): \(error)") }
+        if cluster == nil {
+            for (input, error) in hub.restore(config: initial) { logger.error("source \(input): \(error)") }
+        }
         for source in hub.list() { logger.info("source \(source.id) (\(source.origin.rawValue)): \(source.shownInput)") }
         let pruning = Task { [hub, retention, logger] in
             while !retention.isEmpty && !Task.isCancelled {
@@ -81,7 +89,16 @@ struct SourcesService: Service {
                 try? await Task.sleep(for: .seconds(60))
             }
         }
-        try? await gracefulShutdown()
+        if let cluster {
+            // Returns at shutdown once this node's sources have stopped and their leases are released.
+            do { try await cluster.run() } catch {
+                pruning.cancel()
+                await hub.shutdown()
+                throw error
+            }
+        } else {
+            try? await gracefulShutdown()
+        }
         pruning.cancel()
         await hub.shutdown()
     }

@@ -73,6 +73,9 @@ public struct ServerConfiguration: Sendable {
     /// Seconds a connection may send nothing (while its request line, headers or body are awaited,
     /// or between requests) before it is closed. Default 30.
     public var idleTimeout: Double = 30
+    /// Cluster mode (`--database`): sources live in the cluster's PostgreSQL database and run on
+    /// whichever node holds their lease. Default none: this server alone, sources kept in the album.
+    public var cluster: ClusterSettings?
 
     public init(album: URL, modelPath: String, detector: ObjectDetector.Options = .init(), host: String = "127.0.0.1", port: Int = 8080,
                 token: String? = nil) {

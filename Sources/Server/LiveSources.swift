@@ -654,14 +654,15 @@ final class SourceHub: Sendable {
         do { return try policy.check(try resolve(spec.input), origin: origin) } catch { throw AddError.invalid("\(error)") }
     }
 
-    /// Starts a source; one from the API is kept in the album's index for the next start.
+    /// Starts a source; one from the API is kept in the album's index for the next start (unless
+    /// `keep` is false: a cluster's sources are kept in its database).
     ///
     /// - Parameters:
     ///   - id: the id to use (a restored source's); default the next free one.
     ///   - finishedAt: a restored file source's end (``StoredSource/finishedAt``): it is not read again.
     /// - Throws: ``AddError``.
     @discardableResult
-    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil) throws -> LiveSource {
+    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil, keep keeping: Bool = true) throws -> LiveSource {
         let access = try prepare(spec, origin: origin)
         let source: LiveSource = try table.withLock { list in
             guard !list.closed else { throw AddError.shuttingDown }
@@ -683,7 +684,7 @@ final class SourceHub: Sendable {
             list.order.append(source.id)
             return source
         }
-        if origin == .api {
+        if origin == .api && keeping {
             do { try keep(source) } catch {
                 table.withLock { list in
                     list.sources[source.id] = nil
@@ -772,6 +773,22 @@ final class SourceHub: Sendable {
             do { try album.forgetSource(id: id) } catch { throw AddError.cannotStore("\(error)") }
         }
         return true
+    }
+
+    /// Checks a new source's settings and what its input may open, without starting it (a
+    /// cluster node does so before it stores the source for some node to run).
+    ///
+    /// - Throws: ``AddError``.
+    func check(_ spec: SourceSpec) throws { _ = try prepare(spec, origin: .api) }
+
+    /// Stops a source here (its open clip finished and indexed) without forgetting it: another
+    /// cluster node runs it now.
+    func drop(_ id: String) async {
+        guard let source = table.withLock({ list in
+            defer { list.order.removeAll { $0 == id } }
+            return list.sources.removeValue(forKey: id)
+        }) else { return }
+        await source.stop()
     }
 
     /// Stops every source, finishing their clips, and refuses new ones.

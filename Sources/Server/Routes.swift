@@ -1,3 +1,4 @@
+import Cluster
 import Detection
 import Foundation
 import Hummingbird
@@ -12,6 +13,8 @@ struct Routes: Sendable {
     let album: Album
     let detection: DetectionService
     let sources: SourceHub
+    /// The cluster's database in cluster mode (`--database`); nil for a server on its own.
+    let cluster: ClusterStore?
     let downloads: SampleDownloads?
     let fileIO = FileIO()
     let started = Date()
@@ -36,6 +39,7 @@ struct Routes: Sendable {
         let policy = SourcePolicy(folders: [configuration.album.appendingPathComponent("uploads")] + configuration.mediaFolders)
         sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput,
                             policy: policy, defaults: configuration.defaults, publicBase: configuration.externalBase)
+        cluster = configuration.cluster.map { ClusterStore(url: $0.database) }
         hosts = HostNames(bind: configuration.host, allowed: configuration.allowedHosts, publicURL: configuration.publicURL)
         let slots = max(1, configuration.decodeSlots ?? detection.pool.count)
         decoding = WorkGate(running: slots, waiting: 2 * slots)
@@ -99,18 +103,33 @@ struct Routes: Sendable {
             try? await EventHub.keepLiveBuffersShort(context.channel)
             return sources.events.response(sources: list("sources"), types: list("types"), format: .live)
         }
-        router.get("/api/v1/sources") { _, _ in jsonResponse(["sources": sources.list().map { $0.status() }]) }
+        router.get("/api/v1/sources") { _, _ in
+            if let cluster { return jsonResponse(["sources": try await clusterSources(cluster).map { $0.object }]) }
+            return jsonResponse(["sources": sources.list().map { $0.status() }])
+        }
         router.post("/api/v1/sources") { request, context in try await addSource(request, context) }
-        router.get("/api/v1/sources/:id") { _, context in jsonResponse(try source(context).status()) }
+        router.get("/api/v1/sources/:id") { _, context in
+            if let cluster {
+                let id = try context.parameters.require("id")
+                guard let found = try await clusterSources(cluster).first(where: { $0.id == id }) else { throw HTTPError(.notFound, message: "no source \(id)") }
+                return jsonResponse(found.object)
+            }
+            return jsonResponse(try source(context).status())
+        }
         router.patch("/api/v1/sources/:id") { request, context in
             let id = try context.parameters.require("id")
             let patch = try await decodeJSON(SourcePatch.self, request, example: "{\"classes\": [\"person\", \"car\"], \"threshold\": 0.6, \"paused\": true}")
+            if let cluster { return try await updateClusterSource(cluster, id: id, patch: patch) }
             do { return jsonResponse(try await sources.update(id, with: patch).status()) } catch let error as SourceHub.AddError {
                 throw Self.httpError(error)
             }
         }
         router.delete("/api/v1/sources/:id") { _, context in
             let id = try context.parameters.require("id")
+            if let cluster {
+                guard try await Self.clusterCall({ try await cluster.removeSource(id) }) else { throw HTTPError(.notFound, message: "no source \(id)") }
+                return Response(status: .noContent)
+            }
             do {
                 guard try await sources.remove(id) else { throw HTTPError(.notFound, message: "no source \(id)") }
             } catch let error as SourceHub.AddError {
@@ -239,6 +258,16 @@ struct Routes: Sendable {
     /// the new source's status (with its `id`).
     func addSource(_ request: Request, _ context: ServerContext) async throws -> Response {
         let spec = try await decodeJSON(SourceSpec.self, request, example: "{\"input\": \"rtsp://cam/live\", \"record\": true, \"classes\": [\"person\"]}")
+        if let cluster {
+            // Checked here, stored for whichever node claims it (202: it is not running yet).
+            do { try sources.check(spec) } catch let error as SourceHub.AddError { throw Self.httpError(error) }
+            let settings = String(decoding: try JSONEncoder().encode(spec), as: UTF8.self)
+            let id = try await Self.clusterCall { try await cluster.addSource(settings: settings, paused: spec.paused ?? false) }
+            let row = SourceStatus(id: id, settings: settings, desired: (spec.paused ?? false) ? "paused" : "running", node: nil, generation: 0, state: "waiting")
+            var response = jsonResponse(ClusterSourceAnswer.object(row, local: nil, node: ""), status: .accepted)
+            response.headers[.location] = "/api/v1/sources/\(id)"
+            return response
+        }
         let source: LiveSource
         do { source = try sources.add(spec, origin: .api) } catch let error as SourceHub.AddError {
             throw Self.httpError(error)
@@ -246,6 +275,38 @@ struct Routes: Sendable {
         var response = jsonResponse(source.status(), status: .created)
         response.headers[.location] = "/api/v1/sources/\(source.id)"
         return response
+    }
+
+    /// Every source of the cluster, with this node's status of those it runs.
+    func clusterSources(_ cluster: ClusterStore) async throws -> [(id: String, object: [String: Any])] {
+        let rows = try await Self.clusterCall { try await cluster.sources() }
+        let node = configuration.cluster?.node ?? ""
+        return rows.map { row in (row.id, ClusterSourceAnswer.object(row, local: sources.source(row.id), node: node)) }
+    }
+
+    /// `PATCH` in cluster mode: the new settings are checked and stored; the node running the
+    /// source restarts it with them at its next lease renewal.
+    func updateClusterSource(_ cluster: ClusterStore, id: String, patch: SourcePatch) async throws -> Response {
+        guard let row = try await Self.clusterCall({ try await cluster.sources() }).first(where: { $0.id == id }) else {
+            throw HTTPError(.notFound, message: "no source \(id)")
+        }
+        let old = try JSONDecoder().decode(SourceSpec.self, from: Data(row.settings.utf8))
+        let spec = old.merging(patch)
+        do { try sources.check(spec) } catch let error as SourceHub.AddError { throw Self.httpError(error) }
+        let settings = String(decoding: try JSONEncoder().encode(spec), as: UTF8.self)
+        try await Self.clusterCall { try await cluster.updateSource(id, settings: settings, paused: spec.paused) }
+        var changed = row
+        changed.settings = settings
+        changed.desired = (spec.paused ?? false) ? "paused" : "running"
+        return jsonResponse(ClusterSourceAnswer.object(changed, local: nil, node: ""))
+    }
+
+    /// A cluster database call; its failure is answered 503 (the database is down or slow).
+    static func clusterCall<Result: Sendable>(_ body: @Sendable () async throws -> Result) async throws -> Result {
+        do { return try await body() } catch let error as ClusterError {
+            if case .unknownSource(let id) = error { throw HTTPError(.notFound, message: "no source \(id)") }
+            throw HTTPError(.serviceUnavailable, message: "\(error)")
+        }
     }
 
     /// The address URLs in an answer start with: `--public-url`, else the server the request named.

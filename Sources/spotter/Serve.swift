@@ -1,4 +1,5 @@
 import ArgumentParser
+import Cluster
 import Detection
 import Faces
 import Foundation
@@ -51,6 +52,7 @@ struct Serve: AsyncParsableCommand {
               spotter serve --album ~/Clips --webhook http://127.0.0.1:9000/clips
               spotter serve --album ~/Clips --faces ~/faces.sqlite   # names people
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
+              spotter serve --database postgres://spotter@db/spotter --node cams-1
             """)
 
     @Option(help: "Address to bind (anything but loopback needs --token).")
@@ -105,6 +107,13 @@ struct Serve: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds a connection may send nothing (headers, body, or between requests) before it is closed.")
     var idleTimeout: Double = 30
 
+    @Option(help: ArgumentHelp("Cluster mode: a PostgreSQL database shared with other nodes (postgres://USER@HOST:PORT/DB); sources added through any node run on one of them.",
+                               valueName: "url"))
+    var database: String?
+
+    @Option(help: "This node's name in the cluster (default: the machine's name and the port).")
+    var node: String?
+
     @OptionGroup var detector: DetectorOptions
 
     @OptionGroup(title: "Face recognition (with --faces)") var faceFlags: FaceNamingFlags
@@ -130,6 +139,12 @@ struct Serve: AsyncParsableCommand {
             }
         }
         guard (keepDays ?? 1) > 0, (keepGib ?? 1) > 0 else { throw ValidationError("--keep-days and --keep-gib must be positive") }
+        if let database {
+            do { _ = try DatabaseURL(database) } catch { throw ValidationError("--database: \(error)") }
+            if config != nil { throw ValidationError("--config cannot be combined with --database yet: add the cluster's sources through any node's API") }
+        } else if node != nil {
+            throw ValidationError("--node names this server in a cluster: give --database too")
+        }
         // Before anything loads (or downloads) a model.
         _ = try configFileAndWebhooks()
     }
@@ -182,6 +197,13 @@ struct Serve: AsyncParsableCommand {
         let (file, webhooks) = try configFileAndWebhooks()
         configuration.sources = file.sources ?? []
         configuration.webhooks = webhookOptions(urls: webhooks)
+        if let database {
+            var name = [CChar](repeating: 0, count: 256)
+            let machine = gethostname(&name, name.count) == 0 ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "node"
+            var cluster = ClusterSettings(database: try DatabaseURL(database), node: node ?? "\(machine):\(port)")
+            cluster.lease.address = configuration.externalBase
+            configuration.cluster = cluster
+        }
         let store = try detector.store.makeStore()
         if faceFlags.faces != nil {
             // One single-threaded namer per detector; each runs while its frame holds a detector.

@@ -1,0 +1,81 @@
+import Cluster
+import Foundation
+import Logging
+import Pipeline
+import ServiceLifecycle
+
+/// `spotter serve --database`: this node is one of several sharing a PostgreSQL database. Sources
+/// added through any node's API are rows there; each node runs the ones it holds a lease on.
+public struct ClusterSettings: Sendable {
+    public var database: DatabaseURL
+    /// This node's name, unique in the cluster. Default: the machine's name and the port.
+    public var node: String
+    public var lease = LeaseKeeper.Options()
+
+    public init(database: DatabaseURL, node: String) {
+        self.database = database
+        self.node = node
+    }
+}
+
+/// Runs the sources this node holds leases on in the server's ``SourceHub``.
+struct HubHolder: LeaseHolder {
+    let hub: SourceHub
+    let logger: Logger
+
+    func start(_ lease: Lease) async {
+        do {
+            let spec = try JSONDecoder().decode(SourceSpec.self, from: Data(lease.settings.utf8))
+            try hub.add(spec, origin: .api, id: lease.sourceID, keep: false)
+            logger.info("cluster: running source \(lease.sourceID) (lease generation \(lease.generation))")
+        } catch {
+            logger.error("cluster: source \(lease.sourceID) cannot run here: \(error)")
+        }
+    }
+
+    func stop(_ lease: Lease) async {
+        await hub.drop(lease.sourceID)
+    }
+}
+
+/// A source as the cluster's API lists it: its status where this node runs it, else what the
+/// database knows (which node runs it, under which lease generation).
+struct ClusterSourceAnswer {
+    /// The JSON object of one source.
+    static func object(_ row: SourceStatus, local: LiveSource?, node: String) -> [String: Any] {
+        var object: [String: Any]
+        if let local, row.node == node {
+            object = local.status()
+        } else {
+            let spec = try? JSONDecoder().decode(SourceSpec.self, from: Data(row.settings.utf8))
+            object = ["id": row.id, "input": spec.map { Album.redactingPassword($0.input) } ?? "", "state": row.desired == "paused" ? "paused" : row.state,
+                      "paused": row.desired == "paused", "origin": "api"]
+        }
+        object["node"] = row.node ?? NSNull()
+        object["generation"] = row.generation
+        return object
+    }
+}
+
+/// The cluster side of the sources service: the pool, the schema, and the lease keeper; at
+/// shutdown the node stops its sources and hands their leases over at once.
+struct ClusterRun {
+    let store: ClusterStore
+    let settings: ClusterSettings
+    let hub: SourceHub
+    let logger: Logger
+
+    func run() async throws {
+        // Detached: the pool must outlive the graceful shutdown (it would end with it, before the
+        // leases are released).
+        let pool = Task.detached { await store.run() }
+        defer { pool.cancel() }
+        try await store.migrate()
+        let keeper = LeaseKeeper(node: settings.node, store: store, holder: HubHolder(hub: hub, logger: logger), options: settings.lease, logger: logger)
+        logger.info("cluster: node \(settings.node) on \(store.url)")
+        let rounds = Task { await keeper.run() }
+        try? await gracefulShutdown()
+        rounds.cancel()
+        await keeper.shutdown()
+    }
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Several `spotter serve` nodes sharing PostgreSQL (issue 37), against the built binary and a
+throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 127.0.0.1).
+
+  spread      three nodes, one database, one album folder; six looping file sources (copies of one
+              video, recording) added through node 1's API all run within 25 s, on all three nodes
+  failover    kill -9 of the node with the most sources: within 15 s every source runs on the
+              other two, each moved one under a higher lease generation
+  shutdown    SIGTERM ends the other nodes within 30 s, leaving no lease held and no node listed;
+              every clip the index holds as complete plays (ffprobe)
+
+Usage: check_cluster.py SPOTTER_BINARY
+Prints one line per check and `N passed, M failed`.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from checklib import MODEL, SHARED, check, free_port, summary, wait_until
+
+VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
+
+
+def api(port, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            text = answer.read()
+            return answer.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+
+
+class Postgres:
+    """A throwaway server: initdb in a temporary folder, `postgres` in the foreground (as the
+    postgres user when this is root, which PostgreSQL refuses)."""
+
+    def __init__(self, work):
+        versions = sorted(int(v) for v in os.listdir("/usr/lib/postgresql") if v.isdigit())
+        self.bin = f"/usr/lib/postgresql/{versions[-1]}/bin"
+        self.folder = os.path.join(work, "pg")
+        os.makedirs(self.folder)
+        self.prefix = []
+        if os.getuid() == 0:
+            shutil.chown(work, "postgres")
+            shutil.chown(self.folder, "postgres")
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        self.port = free_port()
+        subprocess.run(self.prefix + [f"{self.bin}/initdb", "-D", f"{self.folder}/data", "-U", "spotter", "--auth=trust", "--no-sync"],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.log = open(os.path.join(work, "pg.log"), "w")
+        self.process = subprocess.Popen(self.prefix + [f"{self.bin}/postgres", "-D", f"{self.folder}/data", "-p", str(self.port), "-k", self.folder,
+                                                       "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        ready = wait_until(lambda: subprocess.run([f"{self.bin}/pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]).returncode == 0, 30)
+        if not ready:
+            raise RuntimeError("PostgreSQL did not start")
+        subprocess.run([f"{self.bin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "spotter", "spotter"], check=True)
+        self.url = f"postgres://spotter@127.0.0.1:{self.port}/spotter"
+
+    def rows(self, sql):
+        out = subprocess.run([f"{self.bin}/psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "spotter", "-d", "spotter", "-At", "-F", "|", "-c", sql],
+                             check=True, capture_output=True, text=True).stdout
+        return [line for line in out.splitlines() if line]
+
+    def stop(self):
+        # SIGQUIT to the postmaster itself (runuser does not pass it on): an immediate shutdown.
+        with open(f"{self.folder}/data/postmaster.pid") as f:
+            os.kill(int(f.readline()), signal.SIGQUIT)
+        self.process.wait(timeout=30)
+
+
+class Node:
+    def __init__(self, spotter, name, album, media, database, work):
+        self.name = name
+        self.port = free_port()
+        self.log = open(os.path.join(work, f"{name}.log"), "w")
+        self.process = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(self.port), "--model", MODEL, "--media-dir", media,
+                                         "--database", database, "--node", name],
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+
+    def up(self):
+        return api(self.port, "GET", "/health")[0] == 200
+
+    def sources(self):
+        status, answer = api(self.port, "GET", "/api/v1/sources")
+        return {s["id"]: s for s in answer["sources"]} if status == 200 else {}
+
+    def output(self):
+        return open(self.log.name, errors="replace").read()
+
+
+def main():
+    spotter = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="spotter-cluster-")
+    os.chmod(work, 0o755)
+    database = Postgres(work)
+    nodes = []
+    try:
+        media = os.path.join(work, "media")
+        album = os.path.join(work, "album")
+        os.makedirs(media)
+        # Six copies of 12 s of the people video at 480x270 (lighter for six realtime sources on two cores).
+        first = os.path.join(media, "cam1.mp4")
+        subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", VIDEO, "-t", "12", "-vf", "scale=480:-2", "-c:v", "libx264", "-preset", "veryfast",
+                        "-an", first], check=True)
+        for index in range(2, 7):
+            shutil.copy(first, os.path.join(media, f"cam{index}.mp4"))
+        nodes = [Node(spotter, f"n{index}", album, media, database.url, work) for index in range(1, 4)]
+        started = all(wait_until(node.up, 60) for node in nodes)
+        check("three nodes start on one database and one album folder", started, [node.output()[-800:] for node in nodes])
+        if not started:
+            return
+
+        # spread
+        answers = [api(nodes[0].port, "POST", "/api/v1/sources",
+                       {"input": os.path.join(media, f"cam{index}.mp4"), "loop": True, "realtime": True, "record": True}) for index in range(1, 7)]
+        check("six sources added through node 1's API are accepted (202) for a node to claim", all(status == 202 for status, _ in answers), answers)
+        ids = [answer["id"] for status, answer in answers if status == 202]
+
+        def spread():
+            listed = nodes[1].sources()
+            owners = {listed[i]["node"] for i in ids if i in listed and listed[i].get("node")}
+            running = {i for node in nodes for i, s in node.sources().items() if s.get("node") == node.name and s.get("state") == "running"}
+            return len(running) == 6 and owners == {"n1", "n2", "n3"}
+
+        added = time.time()
+        ok = wait_until(spread, 25, step=0.5)
+        check("all six run within 25 s, spread over the three nodes (node 2's list, each owner's own status)", ok,
+              {node.name: {i: (s.get("node"), s.get("state")) for i, s in node.sources().items()} for node in nodes})
+        print(f"info  six sources running {time.time() - added:.1f} s after they were added", flush=True)
+        before = {line.split("|")[0]: (line.split("|")[1], int(line.split("|")[2])) for line in database.rows("SELECT id, owner, generation FROM sources")}
+
+        # failover
+        counts = {node.name: sum(1 for owner, _ in before.values() if owner == node.name) for node in nodes}
+        victim = max(nodes, key=lambda node: counts[node.name])
+        survivors = [node for node in nodes if node is not victim]
+        victim.process.send_signal(signal.SIGKILL)
+        victim.process.wait()
+        killed = time.time()
+
+        def moved():
+            running = {i for node in survivors for i, s in node.sources().items() if s.get("node") == node.name and s.get("state") == "running"}
+            return len(running) == 6
+
+        ok = wait_until(moved, 15, step=0.25)
+        took = time.time() - killed
+        check(f"kill -9 of {victim.name} ({counts[victim.name]} sources): within 15 s all six run on the other two", ok,
+              {node.name: {i: (s.get("node"), s.get("state")) for i, s in node.sources().items()} for node in survivors})
+        print(f"info  failover: {took:.1f} s from kill -9 to every source running again", flush=True)
+        after = {line.split("|")[0]: (line.split("|")[1], int(line.split("|")[2])) for line in database.rows("SELECT id, owner, generation FROM sources")}
+        moved_ids = [i for i, (owner, _) in before.items() if owner == victim.name]
+        check("each moved source has a higher lease generation; the others kept theirs",
+              all(after[i][1] > before[i][1] for i in moved_ids) and all(after[i] == before[i] for i in before if i not in moved_ids), (before, after))
+
+        # shutdown
+        codes = []
+        for node in survivors:
+            node.process.send_signal(signal.SIGTERM)
+            try:
+                codes.append(node.process.wait(timeout=30))
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                codes.append("hung")
+        check("SIGTERM ends the other nodes within 30 s (exit 0)", codes == [0, 0], codes)
+        check("after they stop no lease is held and only the killed node is listed",
+              database.rows("SELECT count(*) FROM sources WHERE owner IS NOT NULL AND lease_expires > now()") == ["0"]
+              and database.rows("SELECT name FROM nodes") == [victim.name], database.rows("SELECT id, owner, lease_expires FROM sources"))
+        index = os.path.join(album, "index.sqlite")
+        clips = [row[0] for row in sqlite3.connect(index).execute("SELECT clip FROM clips WHERE incomplete = 0")] if os.path.exists(index) else []
+        playable = [c for c in clips if subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets",
+                                                        "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
+        check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
+    finally:
+        for node in nodes:
+            if node.process.poll() is None:
+                node.process.kill()
+        database.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(summary())
