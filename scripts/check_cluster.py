@@ -3,9 +3,12 @@
 throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 127.0.0.1).
 
   spread      three nodes, one database, one album folder; six looping file sources (copies of one
-              video, recording) added through node 1's API all run within 25 s, on all three nodes
+              video, recording) added through node 1's API all run within 25 s, on all three nodes;
+              `spotter cluster status` shows what psql reads
   failover    kill -9 of the node with the most sources: within 15 s every source runs on the
               other two, each moved one under a higher lease generation
+  pause       SIGSTOP of a node for 30 s: its sources move; a lease period after SIGCONT it runs
+              none of them
   shutdown    SIGTERM ends the other nodes within 30 s, leaving no lease held and no node listed;
               every clip the index holds as complete plays (ffprobe)
 
@@ -96,6 +99,20 @@ class Node:
         status, answer = api(self.port, "GET", "/api/v1/sources")
         return {s["id"]: s for s in answer["sources"]} if status == 200 else {}
 
+    def running(self):
+        """The sources this node runs itself (its /metrics series), whatever the database says."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/metrics")
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            text = answer.read().decode()
+        return {line.split('"')[1] for line in text.splitlines() if line.startswith('spotter_source_recording{source="')}
+
+    def metric(self, name):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return int(float(line.split()[1]))
+        return None
+
     def output(self):
         return open(self.log.name, errors="replace").read()
 
@@ -132,14 +149,35 @@ def main():
             listed = nodes[1].sources()
             owners = {listed[i]["node"] for i in ids if i in listed and listed[i].get("node")}
             running = {i for node in nodes for i, s in node.sources().items() if s.get("node") == node.name and s.get("state") == "running"}
-            return len(running) == 6 and owners == {"n1", "n2", "n3"}
+            local = [node.running() for node in nodes]
+            once = sorted(i for here in local for i in here) == sorted(ids)
+            return len(running) == 6 and owners == {"n1", "n2", "n3"} and once
 
         added = time.time()
         ok = wait_until(spread, 25, step=0.5)
-        check("all six run within 25 s, spread over the three nodes (node 2's list, each owner's own status)", ok,
+        check("all six run within 25 s, spread over the three nodes, each on exactly one (node 2's list, each node's own status and metrics)", ok,
               {node.name: {i: (s.get("node"), s.get("state")) for i, s in node.sources().items()} for node in nodes})
         print(f"info  six sources running {time.time() - added:.1f} s after they were added", flush=True)
         before = {line.split("|")[0]: (line.split("|")[1], int(line.split("|")[2])) for line in database.rows("SELECT id, owner, generation FROM sources")}
+
+        # spotter cluster status, against psql's reading of the same tables
+        status = subprocess.run([spotter, "cluster", "status", "--database", database.url, "--json"], capture_output=True, text=True)
+        shown = json.loads(status.stdout) if status.returncode == 0 else {}
+        listed = {s["id"]: (s["node"], s["generation"]) for s in shown.get("sources", [])}
+        live = sorted(n["name"] for n in shown.get("nodes", []) if n["live"])
+        per_node = {n["name"]: n["sources"] for n in shown.get("nodes", [])}
+        check("`spotter cluster status --json` lists the sources with the owners and generations psql reads, and three live nodes",
+              listed == before and live == ["n1", "n2", "n3"]
+              and per_node == {name: sum(1 for owner, _ in before.values() if owner == name) for name in ("n1", "n2", "n3")},
+              (status.stdout[:600], status.stderr[-300:], before))
+        text = subprocess.run([spotter, "cluster", "status", "--database", database.url], capture_output=True, text=True).stdout
+        check("`spotter cluster status` prints every node and source", all(name in text for name in ["n1", "n2", "n3", *ids]), text)
+        unreachable = subprocess.run([spotter, "cluster", "status", "--database", f"postgres://spotter:secret@127.0.0.1:{free_port()}/spotter"],
+                                     capture_output=True, text=True, timeout=30)
+        message = unreachable.stderr.strip()
+        check("a database that does not answer is one line of error (exit 1, no password shown)",
+              unreachable.returncode != 0 and "database" in message and "secret" not in message and len(message.splitlines()) <= 2,
+              (unreachable.returncode, message))
 
         # failover
         counts = {node.name: sum(1 for owner, _ in before.values() if owner == node.name) for node in nodes}
@@ -151,7 +189,8 @@ def main():
 
         def moved():
             running = {i for node in survivors for i, s in node.sources().items() if s.get("node") == node.name and s.get("state") == "running"}
-            return len(running) == 6
+            once = sorted(i for node in survivors for i in node.running()) == sorted(ids)
+            return len(running) == 6 and once
 
         ok = wait_until(moved, 15, step=0.25)
         took = time.time() - killed
@@ -159,9 +198,32 @@ def main():
               {node.name: {i: (s.get("node"), s.get("state")) for i, s in node.sources().items()} for node in survivors})
         print(f"info  failover: {took:.1f} s from kill -9 to every source running again", flush=True)
         after = {line.split("|")[0]: (line.split("|")[1], int(line.split("|")[2])) for line in database.rows("SELECT id, owner, generation FROM sources")}
+        takeovers = {line.split("|")[0]: int(line.split("|")[1]) for line in database.rows("SELECT name, takeovers FROM nodes")}
+        metrics = {node.name: node.metric("spotter_cluster_takeovers_total") for node in survivors}
+        check("each survivor's /metrics counts the takeovers the database records, and they add up to the killed node's sources",
+              metrics == {name: takeovers[name] for name in metrics} and sum(metrics.values()) == counts[victim.name], (metrics, takeovers))
         moved_ids = [i for i, (owner, _) in before.items() if owner == victim.name]
         check("each moved source has a higher lease generation; the others kept theirs",
               all(after[i][1] > before[i][1] for i in moved_ids) and all(after[i] == before[i] for i in before if i not in moved_ids), (before, after))
+
+        # a pause: SIGSTOP for 30 s, then SIGCONT
+        paused, other = survivors
+        held = [i for i, (owner, _) in after.items() if owner == paused.name]
+        paused.process.send_signal(signal.SIGSTOP)
+        time.sleep(30)
+        during = {line.split("|")[0]: line.split("|")[1] for line in database.rows("SELECT id, owner FROM sources WHERE lease_expires > now()")}
+        check(f"while {paused.name} is stopped (SIGSTOP, 30 s) its {len(held)} sources move to {other.name}",
+              held and all(during.get(i) == other.name for i in held), during)
+        paused.process.send_signal(signal.SIGCONT)
+        woke = time.time()
+
+        def fenced():
+            return not (paused.running() & set(held)) and set(held) <= other.running()
+
+        ok = wait_until(fenced, 5 + 2, step=0.1)
+        check(f"one lease period after SIGCONT {paused.name} runs none of them (it stopped what it lost); {other.name} runs them", ok,
+              (paused.running(), other.running()))
+        print(f"info  the woken node let go {time.time() - woke:.1f} s after SIGCONT", flush=True)
 
         # shutdown
         codes = []
@@ -181,12 +243,24 @@ def main():
         playable = [c for c in clips if subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets",
                                                         "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
         check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
+        every = sorted(os.path.basename(c) for c in glob.glob(os.path.join(album, "clips", "*.mp4")))
+        fresh = Node(spotter, "n4", album, media, database.url, work)
+        nodes.append(fresh)
+        listed = []
+        if wait_until(fresh.up, 60):
+            status, answer = api(fresh.port, "GET", "/api/v1/album?limit=500")
+            listed = sorted(os.path.basename(c.get("path") or c["url"]) for c in answer["clips"]) if status == 200 else [status, answer]
+        check("a freshly started node lists every clip file in the album folder exactly once (the killed node's open clip as incomplete)",
+              every and every == listed, (every, listed))
     finally:
         for node in nodes:
             if node.process.poll() is None:
                 node.process.kill()
         database.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if os.environ.get("SPOTTER_KEEP_WORK"):
+            print(f"info  kept {work}", flush=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -112,7 +112,10 @@ public final class ClusterStore: Sendable {
                                                          database: url.database, tls: .disable)
         configuration.options.connectTimeout = .seconds(3)
         configuration.options.maximumConnections = 8
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool's own messages (every failed connection attempt is `info`) only from warnings up.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .warning)
+        client = PostgresClient(configuration: configuration, backgroundLogger: background)
     }
 
     /// Runs the connection pool until the task is cancelled.

@@ -5,7 +5,9 @@ import Logging
 /// whatever runs a source (the server's source hub, or a test's recorder).
 public protocol LeaseHolder: Sendable {
     /// Starts running the source under `lease` (its settings may have changed since last time).
-    func start(_ lease: Lease) async
+    ///
+    /// - Throws: why it cannot run here (recorded as the source's state).
+    func start(_ lease: Lease) async throws
     /// Stops the source: the lease was lost or released, or the source removed or paused. Returns
     /// when the source has stopped (its open clip finished).
     func stop(_ lease: Lease) async
@@ -122,8 +124,21 @@ public actor LeaseKeeper {
             } else if let before, before.settings != lease.settings {
                 leases[lease.sourceID] = lease
                 await holder.stop(before)
-                await holder.start(lease)
+                await begin(lease)
             }
+        }
+    }
+
+    /// Starts a source and records its state in the cluster (`running`, or `failed: why`).
+    private func begin(_ lease: Lease) async {
+        var state = "running"
+        do { try await holder.start(lease) } catch {
+            logger.error("cluster: source \(lease.sourceID) cannot run here: \(error)")
+            state = "failed: \(error)"
+        }
+        let (store, node, recorded) = (store, node, state)
+        do { try await database("recording a state") { try await store.setState(recorded, node: node, lease: lease) } } catch {
+            logger.warning("cluster: \(error)")
         }
     }
 
@@ -141,7 +156,7 @@ public actor LeaseKeeper {
             for (lease, previous) in claimed {
                 if let previous, previous != node { logger.info("cluster: took over source \(lease.sourceID) from \(previous)") }
                 leases[lease.sourceID] = lease
-                await holder.start(lease)
+                await begin(lease)
             }
         } else if leases.count > mine {
             let room = nodes.filter { $0.name != node }.map { max(0, share($0.cores) - $0.sources) }.reduce(0, +)

@@ -23,14 +23,16 @@ struct HubHolder: LeaseHolder {
     let hub: SourceHub
     let logger: Logger
 
-    func start(_ lease: Lease) async {
-        do {
-            let spec = try JSONDecoder().decode(SourceSpec.self, from: Data(lease.settings.utf8))
-            try hub.add(spec, origin: .api, id: lease.sourceID, keep: false)
-            logger.info("cluster: running source \(lease.sourceID) (lease generation \(lease.generation))")
-        } catch {
-            logger.error("cluster: source \(lease.sourceID) cannot run here: \(error)")
+    func start(_ lease: Lease) async throws {
+        let spec = try JSONDecoder().decode(SourceSpec.self, from: Data(lease.settings.utf8))
+        if lease.generation > 1 {
+            // Taken over (or moved): the clip a killed owner had open has no index row; it is
+            // indexed as incomplete now (clips running recorders hold stay locked and are skipped).
+            let repaired = try hub.album.repair()
+            if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips left open by another node") }
         }
+        try hub.add(spec, origin: .api, id: lease.sourceID, keep: false)
+        logger.info("cluster: running source \(lease.sourceID) (lease generation \(lease.generation))")
     }
 
     func stop(_ lease: Lease) async {
@@ -71,6 +73,9 @@ struct ClusterRun {
         let pool = Task.detached { await store.run() }
         defer { pool.cancel() }
         try await store.migrate()
+        // Clips a node that died left open (no index row): indexed now, before this node claims anything.
+        let repaired = try hub.album.repair()
+        if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips other nodes left open") }
         let keeper = LeaseKeeper(node: settings.node, store: store, holder: HubHolder(hub: hub, logger: logger), options: settings.lease, logger: logger)
         logger.info("cluster: node \(settings.node) on \(store.url)")
         let rounds = Task { await keeper.run() }

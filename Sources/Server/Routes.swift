@@ -563,8 +563,31 @@ struct Routes: Sendable {
             spotter_webhook_deliveries_total{result="delivered"} \(webhooks.totals.delivered)
             spotter_webhook_deliveries_total{result="failed"} \(webhooks.totals.failed)
 
-            """ + perSource
+            """ + perSource + (await clusterMetrics())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// In cluster mode: whether the database answers, live nodes, and this node's leases, claims
+    /// and takeovers (failovers it performed), from the database's `nodes` table.
+    func clusterMetrics() async -> String {
+        guard let cluster, let settings = configuration.cluster else { return "" }
+        let nodes = try? await cluster.nodes(within: settings.lease.leaseSeconds)
+        var text = """
+            # HELP spotter_cluster_database_up 1 when the cluster's database answered this scrape.
+            # TYPE spotter_cluster_database_up gauge
+            spotter_cluster_database_up \(nodes == nil ? 0 : 1)
+
+            """
+        guard let nodes else { return text }
+        let me = nodes.first { $0.name == settings.node }
+        let series: [(String, String, String, String)] = [
+            ("spotter_cluster_nodes_live", "Nodes whose heartbeat is younger than a lease.", "gauge", "\(nodes.filter(\.live).count)"),
+            ("spotter_cluster_leases", "Sources this node holds an unexpired lease on.", "gauge", "\(me?.sources ?? 0)"),
+            ("spotter_cluster_claims_total", "Leases this node has claimed.", "counter", "\(me?.claims ?? 0)"),
+            ("spotter_cluster_takeovers_total", "Leases this node took over from another node (failovers).", "counter", "\(me?.takeovers ?? 0)"),
+        ]
+        for (name, help, kind, value) in series { text += "# HELP \(name) \(help)\n# TYPE \(name) \(kind)\n\(name) \(value)\n" }
+        return text
     }
 
     /// VmRSS from /proc/self/status, in bytes.

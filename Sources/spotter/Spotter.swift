@@ -20,7 +20,7 @@ struct Spotter: AsyncParsableCommand {
               spotter run detect.tflite --input frame.npy --output-dir out/
             """,
         version: "spotter 0.4.0",
-        subcommands: [Detect.self, RectanglesCommand.self, FacesCommand.self, Video.self, Record.self, Track.self, Val.self, AlbumCommand.self, Serve.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
+        subcommands: [Detect.self, RectanglesCommand.self, FacesCommand.self, Video.self, Record.self, Track.self, Val.self, AlbumCommand.self, Serve.self, ClusterCommand.self, Models.self, Samples.self, Inspect.self, Run.self, Bench.self]
     )
 }
 
