@@ -5,6 +5,8 @@ throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 1
   spread      three nodes, one database, one album folder; six looping file sources (copies of one
               video, recording) added through node 1's API all run within 25 s, on all three nodes;
               `spotter cluster status` shows what psql reads
+  outage      PostgreSQL stopped (immediate shutdown) for 5 s and started again: no source moves
+              or stops, every lease keeps its generation
   failover    kill -9 of the node with the most sources: within 15 s every source runs on the
               other two, each moved one under a higher lease generation
   pause       SIGSTOP of a node for 30 s: its sources move; a lease period after SIGCONT it runs
@@ -62,14 +64,17 @@ class Postgres:
         subprocess.run(self.prefix + [f"{self.bin}/initdb", "-D", f"{self.folder}/data", "-U", "spotter", "--auth=trust", "--no-sync"],
                        check=True, stdout=subprocess.DEVNULL)
         self.log = open(os.path.join(work, "pg.log"), "w")
+        self.start()
+        subprocess.run([f"{self.bin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "spotter", "spotter"], check=True)
+        self.url = f"postgres://spotter@127.0.0.1:{self.port}/spotter"
+
+    def start(self):
         self.process = subprocess.Popen(self.prefix + [f"{self.bin}/postgres", "-D", f"{self.folder}/data", "-p", str(self.port), "-k", self.folder,
                                                        "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
         ready = wait_until(lambda: subprocess.run([f"{self.bin}/pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]).returncode == 0, 30)
         if not ready:
             raise RuntimeError("PostgreSQL did not start")
-        subprocess.run([f"{self.bin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "spotter", "spotter"], check=True)
-        self.url = f"postgres://spotter@127.0.0.1:{self.port}/spotter"
 
     def rows(self, sql):
         out = subprocess.run([f"{self.bin}/psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "spotter", "-d", "spotter", "-At", "-F", "|", "-c", sql],
@@ -178,6 +183,22 @@ def main():
         check("a database that does not answer is one line of error (exit 1, no password shown)",
               unreachable.returncode != 0 and "database" in message and "secret" not in message and len(message.splitlines()) <= 2,
               (unreachable.returncode, message))
+
+        # PostgreSQL down for about 5 s: nothing moves, nothing stops
+        running_before = {node.name: node.running() for node in nodes}
+        frames_before = {i: node.metric(f'spotter_source_frames_total{{source="{i}"}}') for node in nodes for i in running_before[node.name]}
+        database.stop()
+        time.sleep(5)
+        database.start()
+        time.sleep(5 + 2)
+        again = {line.split("|")[0]: (line.split("|")[1], int(line.split("|")[2]))
+                 for line in database.rows("SELECT id, owner, generation FROM sources WHERE lease_expires > now()")}
+        running_after = {node.name: node.running() for node in nodes}
+        frames_after = {i: node.metric(f'spotter_source_frames_total{{source="{i}"}}') for node in nodes for i in running_after[node.name]}
+        check("PostgreSQL down for 5 s and back: every lease renewed by its owner under the same generation, every source kept running",
+              again == before and running_after == running_before
+              and all((frames_after.get(i) or 0) > (frames_before.get(i) or 0) for i in frames_before), (before, again, running_before, running_after))
+        before = again
 
         # failover
         counts = {node.name: sum(1 for owner, _ in before.values() if owner == node.name) for node in nodes}
