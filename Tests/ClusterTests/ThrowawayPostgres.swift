@@ -81,6 +81,34 @@ final class ThrowawayPostgres: @unchecked Sendable {  // immutable after init; s
     /// Starts the server again on the same port after ``kill()``.
     func restart() throws { try Self.start(binaries: binaries, folder: folder, port: port) }
 
+    /// A psql session reading statements as they are sent (a transaction can stay open).
+    final class Session {
+        let process = Process()
+        let input = Pipe()
+
+        fileprivate init(_ executable: URL, _ arguments: [String]) throws {
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        func send(_ statements: String) { input.fileHandleForWriting.write(Data(statements.utf8)) }
+
+        /// Ends the input and waits for psql to exit.
+        func finish() throws {
+            try input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw Failure(description: "psql session ended with \(process.terminationStatus)") }
+        }
+    }
+
+    func session() throws -> Session {
+        try Session(binaries.appendingPathComponent("psql"), ["-h", "127.0.0.1", "-p", "\(port)", "-U", "spotter", "-d", "spotter", "-q", "-v", "ON_ERROR_STOP=1"])
+    }
+
     func stop() {
         try? kill()
         try? FileManager.default.removeItem(at: folder)
