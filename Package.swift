@@ -124,7 +124,7 @@ let package = Package(
 
 if memoryCheckOnly {
     package.targets.removeAll { shellTargets.contains($0.name) }
-    package.products.removeAll { product in product.name == "spotter" || product.name == "Server" || product.name == "ModelStore" }
+    package.products.removeAll { product in ["spotter", "Server", "ModelStore", "Cluster"].contains(product.name) }
     // Packages only the left-out targets use.
     package.dependencies.removeAll { dependency in
         guard case .sourceControl(_, let location, _) = dependency.kind else { return false }
