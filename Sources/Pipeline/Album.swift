@@ -819,6 +819,9 @@ public final class Album: Sendable {
             guard descriptor >= 0 else { continue }
             defer { close(descriptor) }
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
+            // Another process repairing at the same time (nodes taking over at once) may have
+            // indexed it between the listing above and this lock: look again under the lock.
+            guard try !isIndexed(clip) else { continue }
             if let recorded = record(of: clip) {
                 report.adopted.append(try add(recorded))
             } else if let entry = try adopt(clip) {
@@ -828,6 +831,14 @@ public final class Album: Sendable {
             }
         }
         return report
+    }
+
+    private func isIndexed(_ clip: String) throws -> Bool {
+        do {
+            return try database.read { db in try ClipEntry.filter(Column("clip") == clip).fetchCount(db) > 0 }
+        } catch {
+            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+        }
     }
 
     /// A video input as the album names its source: URLs and devices as given (a password in a

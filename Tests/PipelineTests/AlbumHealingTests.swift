@@ -3,6 +3,7 @@ import Foundation
 import Imaging
 import Media
 import Pipeline
+import Synchronization
 import Testing
 import TestSupport
 
@@ -96,5 +97,29 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: directory) }
         let album = try Album(readingOnly: directory)
         #expect(try album.clips().map(\.clip) == clips.map(\.clip))
+    }
+
+    /// Two processes repairing one album at once (cluster nodes taking over a dead node's sources
+    /// together) index each orphaned clip exactly once: the second looks again under the clip's lock.
+    @Test func concurrentRepairsIndexEachOrphanOnce() throws {
+        let (directory, clips) = try Self.recordedAlbum("heal-concurrent")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent(try #require(clips.first).clip)
+        let orphans = (1...6).map { String(format: "clips/20990101T000000.000Z-%03d.mp4", $0) }
+        for orphan in orphans { try FileManager.default.copyItem(at: source, to: directory.appendingPathComponent(orphan)) }
+        let first = try Album(directory: directory), second = try Album(directory: directory)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            do {
+                // The second starts while the first is decoding its first orphan.
+                if index == 1 { Thread.sleep(forTimeInterval: 0.02) }
+                _ = try (index == 0 ? first : second).repair()
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let rows = try Album(directory: directory).clips().map(\.clip)
+        #expect(rows.sorted() == (clips.map(\.clip) + orphans).sorted(), "\(rows)")
     }
 }
