@@ -264,15 +264,28 @@ def main():
         playable = [c for c in clips if subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets",
                                                         "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
         check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
-        every = sorted(os.path.basename(c) for c in glob.glob(os.path.join(album, "clips", "*.mp4")))
+        def on_disk():
+            return sorted(os.path.basename(c) for c in glob.glob(os.path.join(album, "clips", "*.mp4")))
+
+        def packets(name):
+            out = subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets",
+                                  "-of", "csv=p=0", os.path.join(album, "clips", name)], capture_output=True, text=True).stdout.strip()
+            return int(out) if out.isdigit() else 0
+
+        before = on_disk()
+        readable = {name for name in before if packets(name) > 0}
         fresh = Node(spotter, "n4", album, media, database.url, work)
         nodes.append(fresh)
         listed = []
         if wait_until(fresh.up, 60):
             status, answer = api(fresh.port, "GET", "/api/v1/album?limit=500")
             listed = sorted(os.path.basename(c.get("path") or c["url"]) for c in answer["clips"]) if status == 200 else [status, answer]
-        check("a freshly started node lists every clip file in the album folder exactly once (the killed node's open clip as incomplete)",
-              every and every == listed, (every, listed))
+        every = on_disk()
+        check("a freshly started node lists every clip file in the album folder exactly once (the killed node's open clip as incomplete); "
+              "it removed only files without a readable frame",
+              every and every == listed and readable <= set(every),
+              {"on disk, not listed": sorted(set(every) - set(listed)), "listed, not on disk": sorted(set(listed) - set(every)),
+               "listed twice": sorted({c for c in listed if listed.count(c) > 1}), "readable, removed": sorted(readable - set(every))})
     finally:
         for node in nodes:
             if node.process.poll() is None:

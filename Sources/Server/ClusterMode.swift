@@ -73,9 +73,6 @@ struct ClusterRun {
         let pool = Task.detached { await store.run() }
         defer { pool.cancel() }
         try await store.migrate()
-        // Clips a node that died left open (no index row): indexed now, before this node claims anything.
-        let repaired = try hub.album.repair()
-        if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips other nodes left open") }
         let keeper = LeaseKeeper(node: settings.node, store: store, holder: HubHolder(hub: hub, logger: logger), options: settings.lease, logger: logger)
         logger.info("cluster: node \(settings.node) on \(store.url)")
         let rounds = Task { await keeper.run() }
