@@ -11,8 +11,12 @@ throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 1
               other two, each moved one under a higher lease generation
   pause       SIGSTOP of a node for 30 s: its sources move; a lease period after SIGCONT it runs
               none of them
+  events      the never-stopped survivor's /api/v1/events sent every clip_finished the outbox
+              holds (those of sources other nodes ran too), each once
   shutdown    SIGTERM ends the other nodes within 30 s, leaving no lease held and no node listed;
-              every clip the index holds as complete plays (ffprobe)
+              every clip the index holds as complete plays (ffprobe) and has its clip_finished in
+              the outbox, but those the paused node finished after losing their sources (fenced);
+              a fresh node lists every clip file once
 
 Usage: check_cluster.py SPOTTER_BINARY
 Prints one line per check and `N passed, M failed`.
@@ -26,12 +30,15 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
 from checklib import MODEL, SHARED, check, free_port, summary, wait_until
 
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
+# Seconds for the last events to pass through the outbox before the streams are compared.
+OUTBOX_SETTLE = 4
 
 
 def api(port, method, path, body=None):
@@ -86,6 +93,32 @@ class Postgres:
         with open(f"{self.folder}/data/postmaster.pid") as f:
             os.kill(int(f.readline()), signal.SIGQUIT)
         self.process.wait(timeout=30)
+
+
+class EventStream:
+    """`GET /api/v1/events` of one node, read in a thread: the `clip_finished` events it sends."""
+
+    def __init__(self, port):
+        self.clips = []
+        self.opened = time.time()
+        thread = threading.Thread(target=self.read, args=(port,), daemon=True)
+        thread.start()
+
+    def read(self, port):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/events?types=clip_finished", timeout=120) as stream:
+                for raw in stream:
+                    line = raw.decode(errors="replace").strip()
+                    if line.startswith("data: "):
+                        clip = json.loads(line[6:]).get("clip") or {}
+                        self.clips.append(os.path.basename(clip.get("path") or clip.get("url") or ""))
+        except Exception:
+            pass
+
+
+def clip_name(body):
+    clip = json.loads(body).get("clip") or {}
+    return os.path.basename(clip.get("path") or clip.get("url") or "")
 
 
 class Node:
@@ -164,6 +197,7 @@ def main():
               {node.name: {i: (s.get("node"), s.get("state")) for i, s in node.sources().items()} for node in nodes})
         print(f"info  six sources running {time.time() - added:.1f} s after they were added", flush=True)
         before = {line.split("|")[0]: (line.split("|")[1], int(line.split("|")[2])) for line in database.rows("SELECT id, owner, generation FROM sources")}
+        streams = {node.name: EventStream(node.port) for node in nodes}
 
         # spotter cluster status, against psql's reading of the same tables
         status = subprocess.run([spotter, "cluster", "status", "--database", database.url, "--json"], capture_output=True, text=True)
@@ -246,6 +280,21 @@ def main():
               (paused.running(), other.running()))
         print(f"info  the woken node let go {time.time() - woke:.1f} s after SIGCONT", flush=True)
 
+        # events of every source on every node: the outbox's clip_finished rows against what the
+        # never-stopped survivor's /api/v1/events sent
+        time.sleep(OUTBOX_SETTLE)
+        stream = streams[other.name]
+        received = list(stream.clips)
+        rows = [line.split("|", 1) for line in database.rows(
+            "SELECT node, body FROM events WHERE type = 'clip_finished' AND at > to_timestamp(%f) AND at < now() - interval '%d seconds'"
+            % (stream.opened + 1, OUTBOX_SETTLE - 1))]
+        expected = [clip_name(body) for _, body in rows]
+        elsewhere = [clip_name(body) for node, body in rows if node != other.name]
+        check(f"/api/v1/events on {other.name} sent every clip_finished the outbox holds, once each, {len(elsewhere)} of them of sources other nodes ran",
+              expected and elsewhere and set(expected) <= set(received) and len(received) == len(set(received)),
+              {"missing": sorted(set(expected) - set(received)), "twice": sorted({c for c in received if received.count(c) > 1}),
+               "outbox": len(expected), "received": len(received)})
+
         # shutdown
         codes = []
         for node in survivors:
@@ -264,6 +313,14 @@ def main():
         playable = [c for c in clips if subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets",
                                                         "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
         check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
+        announced = {clip_name(body) for body in database.rows("SELECT body FROM events WHERE type = 'clip_finished'")}
+        sources_of = dict(sqlite3.connect(index).execute("SELECT clip, source FROM clips WHERE incomplete = 0")) if os.path.exists(index) else {}
+        unannounced = [c for c in clips if os.path.basename(c) not in announced]
+        print(f"info  {len(clips)} complete clips, {len(clips) - len(unannounced)} announced through the outbox", flush=True)
+        # Only the clips the paused node finished on waking, of the sources it had lost, were refused (fenced).
+        check(f"every complete clip's clip_finished is in the outbox (the final ones at SIGTERM too), but at most the {len(held)} "
+              f"the paused node finished for sources it had lost (fenced)",
+              len(unannounced) <= len(held), (unannounced, [sources_of.get(c) for c in unannounced]))
         def on_disk():
             return sorted(os.path.basename(c) for c in glob.glob(os.path.join(album, "clips", "*.mp4")))
 

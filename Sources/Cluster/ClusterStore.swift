@@ -371,6 +371,40 @@ public final class ClusterStore: Sendable {
         }
     }
 
+    /// The cursor after the newest event a reader may read now: a reader starting there gets
+    /// every event committed from now on, and those of transactions still open.
+    public func outboxEnd() async throws -> OutboxCursor {
+        try await perform("reading the end of the event outbox") {
+            let rows = try await self.client.query("""
+                SELECT tx::text, id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot())
+                ORDER BY tx DESC, id DESC LIMIT 1
+                """, logger: self.logger)
+            for try await (tx, id) in rows.decode((String, Int64).self) {
+                return OutboxCursor(transaction: UInt64(tx) ?? 0, id: id)
+            }
+            return .start
+        }
+    }
+
+    /// Holds one connection listening for the outbox's wake-up (`NOTIFY`, sent by every insert into
+    /// `events`) and calls `wake` once at the start and then for each notification, until the
+    /// connection fails (it throws) or the task is cancelled. A wake-up says only that there may be
+    /// more to read: read with ``events(after:limit:)``.
+    public func listenForEvents(_ wake: @escaping @Sendable () async -> Void) async throws {
+        do {
+            try await client.withConnection { connection in
+                try await connection.listen(on: Schema.eventsChannel) { notifications in
+                    await wake()  // whatever was written while this connection was being made
+                    for try await _ in notifications { await wake() }
+                }
+            }
+        } catch is CancellationError {
+            return
+        } catch let error as PSQLError {
+            throw ClusterError.database(doing: "listening for events", reason: error.serverInfo?[.message] ?? (error.underlying.map { "\($0)" } ?? "\(error.code)"))
+        }
+    }
+
     // MARK: Helpers
 
     private func count(_ rows: PostgresRowSequence) async throws -> Int {

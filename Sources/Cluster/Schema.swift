@@ -51,7 +51,7 @@ enum Schema {
             "CREATE INDEX events_commit_order ON events (tx, id)",
             """
             CREATE FUNCTION spotter_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN PERFORM pg_notify('spotter_events', ''); RETURN NULL; END $$
+            BEGIN PERFORM pg_notify('\(eventsChannel)', ''); RETURN NULL; END $$
             """,
             "CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION spotter_events_notify()",
         ],

@@ -51,8 +51,8 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
         services.append(WebhookService(options: configuration.webhooks, events: routes.sources.events, logger: logger, counters: routes.webhooks))
     }
     var cluster: ClusterRun?
-    if let store = routes.cluster, let settings = configuration.cluster {
-        cluster = ClusterRun(store: store, settings: settings, hub: routes.sources, logger: logger)
+    if let store = routes.cluster, let outbox = routes.clusterEvents, let settings = configuration.cluster {
+        cluster = ClusterRun(store: store, outbox: outbox, settings: settings, hub: routes.sources, logger: logger)
     }
     services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, cluster: cluster, logger: logger))
     let connections = OpenConnections(limit: configuration.maxConnections)

@@ -21,6 +21,10 @@ public struct ClusterSettings: Sendable {
 /// Runs the sources this node holds leases on in the server's ``SourceHub``.
 struct HubHolder: LeaseHolder {
     let hub: SourceHub
+    /// Where the source's events go: written under its lease, so they hold it while it runs.
+    let outbox: ClusterOutbox
+    /// How long a stopped source's last events may take to reach the database before its lease goes.
+    let flushSeconds: Double
     let logger: Logger
 
     func start(_ lease: Lease) async throws {
@@ -31,12 +35,19 @@ struct HubHolder: LeaseHolder {
             let repaired = try hub.album.repair()
             if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips left open by another node") }
         }
-        try hub.add(spec, origin: .api, id: lease.sourceID, keep: false)
+        outbox.hold(lease)
+        do { try hub.add(spec, origin: .api, id: lease.sourceID, keep: false) } catch {
+            outbox.release(lease.sourceID)
+            throw error
+        }
         logger.info("cluster: running source \(lease.sourceID) (lease generation \(lease.generation))")
     }
 
     func stop(_ lease: Lease) async {
         await hub.drop(lease.sourceID)
+        // Its last events (the final clip_finished) are written while the lease is still ours.
+        await outbox.flush(within: flushSeconds)
+        outbox.release(lease.sourceID)
     }
 }
 
@@ -63,6 +74,7 @@ struct ClusterSourceAnswer {
 /// shutdown the node stops its sources and hands their leases over at once.
 struct ClusterRun {
     let store: ClusterStore
+    let outbox: ClusterOutbox
     let settings: ClusterSettings
     let hub: SourceHub
     let logger: Logger
@@ -73,11 +85,16 @@ struct ClusterRun {
         let pool = Task.detached { await store.run() }
         defer { pool.cancel() }
         try await store.migrate()
-        let keeper = LeaseKeeper(node: settings.node, store: store, holder: HubHolder(hub: hub, logger: logger), options: settings.lease, logger: logger)
+        let writing = Task { await outbox.writeQueued() }
+        let relaying = Task { await outbox.relay(to: hub.events) }
+        let holder = HubHolder(hub: hub, outbox: outbox, flushSeconds: min(2, settings.lease.leaseSeconds / 3), logger: logger)
+        let keeper = LeaseKeeper(node: settings.node, store: store, holder: holder, options: settings.lease, logger: logger)
         logger.info("cluster: node \(settings.node) on \(store.url)")
         let rounds = Task { await keeper.run() }
         try? await gracefulShutdown()
         rounds.cancel()
         await keeper.shutdown()
+        relaying.cancel()
+        writing.cancel()
     }
 }

@@ -38,18 +38,21 @@ final class EventHub: Sendable {
         let sources: Set<String>?
         let types: Set<String>?
         let format: Format
+        /// Whether it wants events relayed from other nodes of a cluster.
+        let relayed: Bool
         /// The newest frame sent, per source.
         private let newest = Mutex<[String: Int]>([:])
 
-        init(continuation: AsyncStream<Message>.Continuation, sources: Set<String>?, types: Set<String>?, format: Format) {
+        init(continuation: AsyncStream<Message>.Continuation, sources: Set<String>?, types: Set<String>?, format: Format, relayed: Bool) {
             self.continuation = continuation
             self.sources = sources
             self.types = types
             self.format = format
+            self.relayed = relayed
         }
 
-        func wants(type: String, source: String?) -> Bool {
-            (sources == nil || source == nil || sources!.contains(source!)) && (types?.contains(type) ?? true)
+        func wants(type: String, source: String?, relayed: Bool = false) -> Bool {
+            (self.relayed || !relayed) && (sources == nil || source == nil || sources!.contains(source!)) && (types?.contains(type) ?? true)
         }
 
         func send(_ message: Message) {
@@ -73,10 +76,32 @@ final class EventHub: Sendable {
     /// Events a subscriber may have waiting; past that its oldest are dropped.
     static let backlog = 256
 
+    /// Events only this node's subscribers see (in a cluster the others are written to the
+    /// outbox): frames and progress, many per second.
+    static let localOnly: Set<String> = ["detection", "object_updated", "source_stats", "job_progress", "download_progress"]
+
+    /// In cluster mode, called with every event this node publishes whose type is not
+    /// ``localOnly`` (events relayed from other nodes excepted).
+    private let outbox = Mutex<(@Sendable (_ type: String, _ source: String?, _ json: Data) -> Void)?>(nil)
+
+    func forward(to outbox: @escaping @Sendable (_ type: String, _ source: String?, _ json: Data) -> Void) {
+        self.outbox.withLock { $0 = outbox }
+    }
+
+    private func forwarded(_ type: String) -> Bool {
+        !Self.localOnly.contains(type) && outbox.withLock { $0 != nil }
+    }
+
+    /// Sends an event another node published (its JSON object as that node encoded it) to this
+    /// node's subscribers.
+    func publishRelayed(_ type: String, source: String?, json: Data) {
+        publish(type, source: source, json: json, frame: nil, jpeg: nil, relayed: true)
+    }
+
     /// Sends `{"type": type, ...object}` to every subscriber that wants it. `frame` names the frame a
     /// detection belongs to; live-stream subscribers get its JPEG from `jpeg`, asked at most once.
     func publish(_ type: String, source: String? = nil, _ object: [String: Any], frame: Int? = nil, jpeg: (() -> ByteBuffer?)? = nil) {
-        guard wanted(type: type, source: source) else { return }
+        guard wanted(type: type, source: source) || forwarded(type) else { return }
         var object = object
         object["type"] = type
         if let source { object["source"] = source }
@@ -85,7 +110,7 @@ final class EventHub: Sendable {
 
     /// Sends an event of our Codable types: `value` encodes the whole object, `type` and `source` included.
     func publish(_ type: String, source: String?, encoding value: some Encodable, frame: Int? = nil, jpeg: (() -> ByteBuffer?)? = nil) {
-        guard wanted(type: type, source: source) else { return }
+        guard wanted(type: type, source: source) || forwarded(type) else { return }
         publish(type, source: source, json: ResultEncoding.encodeData(value), frame: frame, jpeg: jpeg)
     }
 
@@ -99,8 +124,9 @@ final class EventHub: Sendable {
     }
 
     /// Sends the JSON object `data` (with its `type` and `source`) to every subscriber that wants it.
-    private func publish(_ type: String, source: String?, json data: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?) {
-        let all = state.withLock { $0.subscribers.values.filter { $0.wants(type: type, source: source) } }
+    private func publish(_ type: String, source: String?, json data: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?, relayed: Bool = false) {
+        if !relayed && !Self.localOnly.contains(type), let outbox = outbox.withLock({ $0 }) { outbox(type, source, data) }
+        let all = state.withLock { $0.subscribers.values.filter { $0.wants(type: type, source: source, relayed: relayed) } }
         guard !all.isEmpty else { return }
         var serverSent: Message?
         var live: Message?
@@ -137,16 +163,17 @@ final class EventHub: Sendable {
         return Message(type: type, source: source, json: json, frame: frame, bytes: bytes)
     }
 
-    /// A stream of the events from now on of `sources` and `types` (nil: all), ending at
-    /// ``finishAll()``; at most ``backlog`` wait for a slow reader.
+    /// A stream of the events from now on of `sources` and `types` (nil: all) this node publishes
+    /// (not those relayed from other nodes of a cluster), ending at ``finishAll()``; at most
+    /// ``backlog`` wait for a slow reader.
     func subscribe(sources: Set<String>? = nil, types: Set<String>? = nil) -> AsyncStream<Message> {
-        add(sources: sources, types: types, format: .serverSentEvents).stream
+        add(sources: sources, types: types, format: .serverSentEvents, relayed: false).stream
     }
 
-    private func add(sources: Set<String>?, types: Set<String>?, format: Format) -> (stream: AsyncStream<Message>, subscriber: Subscriber) {
+    private func add(sources: Set<String>?, types: Set<String>?, format: Format, relayed: Bool) -> (stream: AsyncStream<Message>, subscriber: Subscriber) {
         let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .bufferingNewest(Self.backlog))
         let id = UUID()
-        let subscriber = Subscriber(continuation: continuation, sources: sources, types: types, format: format)
+        let subscriber = Subscriber(continuation: continuation, sources: sources, types: types, format: format, relayed: relayed)
         let accepted = state.withLock { state in
             if state.finished { return false }
             state.subscribers[id] = subscriber
@@ -172,10 +199,11 @@ final class EventHub: Sendable {
     }
 
     /// `GET /api/v1/events?source=ID&types=a,b` (Server-Sent Events) or `GET /api/v1/live?sources=a,b&types=a,b`
-    /// (the live stream): the events as they happen, a keep-alive every 15 s so that proxies keep
-    /// the connection open, ending at shutdown.
+    /// (the live stream): the events as they happen (in a cluster, also those of the sources other
+    /// nodes run, relayed from the outbox), a keep-alive every 15 s so that proxies keep the
+    /// connection open, ending at shutdown.
     func response(sources: Set<String>?, types: Set<String>?, format: Format) -> Response {
-        let (stream, subscriber) = add(sources: sources, types: types, format: format)
+        let (stream, subscriber) = add(sources: sources, types: types, format: format, relayed: true)
         let headers: HTTPFields = [
             .contentType: format == .live ? Self.liveContentType : "text/event-stream", .cacheControl: "no-cache",
             .init("X-Accel-Buffering")!: "no",

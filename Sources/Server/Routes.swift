@@ -1,6 +1,7 @@
 import Cluster
 import Detection
 import Foundation
+import Logging
 import Hummingbird
 import Imaging
 import Media
@@ -15,6 +16,8 @@ struct Routes: Sendable {
     let sources: SourceHub
     /// The cluster's database in cluster mode (`--database`); nil for a server on its own.
     let cluster: ClusterStore?
+    /// In cluster mode: this node's events to and from the database's outbox.
+    let clusterEvents: ClusterOutbox?
     let downloads: SampleDownloads?
     let fileIO = FileIO()
     let started = Date()
@@ -40,6 +43,13 @@ struct Routes: Sendable {
         sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput,
                             policy: policy, defaults: configuration.defaults, publicBase: configuration.externalBase)
         cluster = configuration.cluster.map { ClusterStore(url: $0.database) }
+        if let cluster, let settings = configuration.cluster {
+            let outbox = ClusterOutbox(store: cluster, node: settings.node, logger: Logger(label: "spotter.cluster"))
+            events.forward { type, source, json in outbox.enqueue(type: type, source: source, json: json) }
+            clusterEvents = outbox
+        } else {
+            clusterEvents = nil
+        }
         hosts = HostNames(bind: configuration.host, allowed: configuration.allowedHosts, publicURL: configuration.publicURL)
         let slots = max(1, configuration.decodeSlots ?? detection.pool.count)
         decoding = WorkGate(running: slots, waiting: 2 * slots)
@@ -587,6 +597,23 @@ struct Routes: Sendable {
             ("spotter_cluster_takeovers_total", "Leases this node took over from another node (failovers).", "counter", "\(me?.takeovers ?? 0)"),
         ]
         for (name, help, kind, value) in series { text += "# HELP \(name) \(help)\n# TYPE \(name) \(kind)\n\(name) \(value)\n" }
+        if let outbox = clusterEvents {
+            let totals = outbox.totals
+            text += """
+                # HELP spotter_cluster_events_total Events this node published for the outbox, by outcome (fenced: its lease had moved on; dropped: the queue was full).
+                # TYPE spotter_cluster_events_total counter
+                spotter_cluster_events_total{result="written"} \(totals.written)
+                spotter_cluster_events_total{result="fenced"} \(totals.fenced)
+                spotter_cluster_events_total{result="dropped"} \(totals.dropped)
+                # HELP spotter_cluster_events_pending Events waiting to be written to the outbox.
+                # TYPE spotter_cluster_events_pending gauge
+                spotter_cluster_events_pending \(outbox.pending)
+                # HELP spotter_cluster_events_relayed_total Events of other nodes' sources relayed to this node's subscribers.
+                # TYPE spotter_cluster_events_relayed_total counter
+                spotter_cluster_events_relayed_total \(totals.relayed)
+
+                """
+        }
         return text
     }
 
