@@ -22,7 +22,7 @@ public struct ClusterSettings: Sendable {
 struct HubHolder: LeaseHolder {
     let hub: SourceHub
     /// Where the source's events go: written under its lease, so they hold it while it runs.
-    let outbox: ClusterOutbox
+    let outbox: EventOutbox
     /// How long a stopped source's last events may take to reach the database before its lease goes.
     let flushSeconds: Double
     let logger: Logger
@@ -74,7 +74,7 @@ struct ClusterSourceAnswer {
 /// shutdown the node stops its sources and hands their leases over at once.
 struct ClusterRun {
     let store: ClusterStore
-    let outbox: ClusterOutbox
+    let outbox: EventOutbox
     let settings: ClusterSettings
     let hub: SourceHub
     let logger: Logger
@@ -86,7 +86,7 @@ struct ClusterRun {
         defer { pool.cancel() }
         try await store.migrate()
         let writing = Task { await outbox.writeQueued() }
-        let relaying = Task { await outbox.relay(to: hub.events) }
+        let relaying = Task { await outbox.relay { event in hub.events.publishRelayed(event.type, source: event.source, json: Data(event.body.utf8)) } }
         let holder = HubHolder(hub: hub, outbox: outbox, flushSeconds: min(2, settings.lease.leaseSeconds / 3), logger: logger)
         let keeper = LeaseKeeper(node: settings.node, store: store, holder: holder, options: settings.lease, logger: logger)
         logger.info("cluster: node \(settings.node) on \(store.url)")

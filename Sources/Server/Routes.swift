@@ -17,7 +17,7 @@ struct Routes: Sendable {
     /// The cluster's database in cluster mode (`--database`); nil for a server on its own.
     let cluster: ClusterStore?
     /// In cluster mode: this node's events to and from the database's outbox.
-    let clusterEvents: ClusterOutbox?
+    let clusterEvents: EventOutbox?
     let downloads: SampleDownloads?
     let fileIO = FileIO()
     let started = Date()
@@ -44,7 +44,7 @@ struct Routes: Sendable {
                             policy: policy, defaults: configuration.defaults, publicBase: configuration.externalBase)
         cluster = configuration.cluster.map { ClusterStore(url: $0.database) }
         if let cluster, let settings = configuration.cluster {
-            let outbox = ClusterOutbox(store: cluster, node: settings.node, logger: Logger(label: "spotter.cluster"))
+            let outbox = EventOutbox(store: cluster, node: settings.node, logger: Logger(label: "spotter.cluster"))
             events.forward { type, source, json in outbox.enqueue(type: type, source: source, json: json) }
             clusterEvents = outbox
         } else {

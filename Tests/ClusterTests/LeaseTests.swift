@@ -273,6 +273,55 @@ struct OutboxTests {
     }
 }
 
+@Suite("A node's events through the outbox")
+struct EventOutboxTests {
+    @Test("events published while the database is down are written in order after it is back, and relayed to the other node; a lost lease's are refused")
+    func queuedThroughAnOutageAndRelayed() async throws {
+        let server = try ThrowawayPostgres()
+        defer { server.stop() }
+        let (writer, reader) = (try Connected(server.url), try Connected(server.url))
+        defer { [writer, reader].forEach { $0.task.cancel() } }
+        try await writer.store.migrate()
+        _ = try await writer.store.addSource(settings: settings)
+        let lease = try #require(try await writer.store.claim(node: "a", count: 1, seconds: 30).first?.lease)
+        let outbox = EventOutbox(store: writer.store, node: "a", logger: quiet)
+        let other = EventOutbox(store: reader.store, node: "b", logger: quiet)
+        let received = Mutex<[ClusterEvent]>([])
+        let start = try await reader.store.outboxEnd()
+        let relaying = Task { await other.relay(from: start) { event in received.withLock { $0.append(event) } } }
+        let writing = Task { await outbox.writeQueued() }
+        defer { relaying.cancel(); writing.cancel() }
+        outbox.hold(lease)
+        outbox.enqueue(type: "clip_started", source: lease.sourceID, json: Data(#"{"n":1}"#.utf8))
+        #expect(try await waitUntil(seconds: 15) { received.withLock { $0.count } == 1 }, "relayed while the database is up")
+
+        try server.kill()
+        for n in 2...4 { outbox.enqueue(type: "clip_finished", source: lease.sourceID, json: Data(#"{"n":\#(n)}"#.utf8)) }
+        outbox.enqueue(type: "clip_deleted", source: nil, json: Data(#"{"n":5}"#.utf8))
+        try await Task.sleep(for: .seconds(2))
+        #expect(outbox.pending == 4, "queued while the database is down")
+        try server.restart()
+        #expect(try await waitUntil(seconds: 20) { received.withLock { $0.count } == 5 })
+        #expect(received.withLock { $0.map(\.body) } == (1...5).map { #"{"n":\#($0)}"# }, "in the order published")
+        #expect(received.withLock { $0.allSatisfy { $0.node == "a" } })
+        #expect(outbox.totals.written == 5 && outbox.pending == 0)
+
+        // Another node takes the source (its lease expired): what "a" still sends under the old
+        // generation is refused.
+        _ = try psqlRows(server, "UPDATE sources SET lease_expires = now() - interval '1 second'")
+        let taken = try #require(try await reader.store.claim(node: "b", count: 1, seconds: 30).first?.lease)
+        #expect(taken.generation > lease.generation)
+        outbox.enqueue(type: "clip_finished", source: lease.sourceID, json: Data(#"{"n":6}"#.utf8))
+        await outbox.flush(within: 10)
+        #expect(outbox.totals.fenced == 1)
+        // Events of a source this node no longer holds are not even queued.
+        outbox.release(lease.sourceID)
+        outbox.enqueue(type: "clip_finished", source: lease.sourceID, json: Data(#"{"n":7}"#.utf8))
+        #expect(outbox.pending == 0)
+        #expect(try psqlRows(server, "SELECT count(*) FROM events") == ["5"])
+    }
+}
+
 @Suite("Database URLs")
 struct DatabaseURLTests {
     @Test func parsesUserHostPortDatabase() throws {

@@ -1,23 +1,30 @@
-import Cluster
 import Foundation
 import Logging
 import Synchronization
 
 /// The events of a cluster node: those it publishes go to the database's outbox (fenced by the
-/// lease of their source), and those other nodes wrote come back to its subscribers, so
-/// `/api/v1/events` and the live stream on any node carry the events of every source.
+/// lease of their source), and those other nodes wrote are handed back to it, so each node can
+/// show the events of every source.
 ///
 /// Writes are queued and retried in order while the database is away (up to ``capacity``; past
 /// that the newest are dropped and counted). An event whose source this node no longer leases is
 /// refused by the database and dropped (counted as fenced). Reads follow the outbox's commit-order
 /// rule (``OutboxCursor``), woken by `LISTEN` and every ``pollSeconds`` in case a wake-up was
 /// missed while reconnecting.
-final class ClusterOutbox: Sendable {
-    struct Counts: Sendable {
-        var written = 0
-        var fenced = 0
-        var dropped = 0
-        var relayed = 0
+///
+/// ```swift
+/// let outbox = EventOutbox(store: store, node: "n1")
+/// Task { await outbox.writeQueued() }
+/// Task { await outbox.relay { event in show(event) } }
+/// outbox.hold(lease)
+/// outbox.enqueue(type: "clip_finished", source: lease.sourceID, json: body)
+/// ```
+public final class EventOutbox: Sendable {
+    public struct Counts: Sendable, Equatable {
+        public var written = 0
+        public var fenced = 0
+        public var dropped = 0
+        public var relayed = 0
     }
 
     private struct Pending: Sendable {
@@ -27,8 +34,8 @@ final class ClusterOutbox: Sendable {
         let lease: Lease?
     }
 
-    static let capacity = 10_000
-    static let pollSeconds = 2.0
+    public static let capacity = 10_000
+    public static let pollSeconds = 2.0
 
     let store: ClusterStore
     let node: String
@@ -42,22 +49,22 @@ final class ClusterOutbox: Sendable {
     private let queue: AsyncStream<Pending>
     private let input: AsyncStream<Pending>.Continuation
 
-    init(store: ClusterStore, node: String, logger: Logger) {
+    public init(store: ClusterStore, node: String, logger: Logger = Logger(label: "spotter.cluster")) {
         self.store = store
         self.node = node
         self.logger = logger
         (queue, input) = AsyncStream.makeStream(of: Pending.self, bufferingPolicy: .bufferingOldest(Self.capacity))
     }
 
-    var totals: Counts { counts.withLock { $0 } }
-    var pending: Int { queued.load(ordering: .relaxed) }
+    public var totals: Counts { counts.withLock { $0 } }
+    public var pending: Int { queued.load(ordering: .relaxed) }
 
-    func hold(_ lease: Lease) { leases.withLock { $0[lease.sourceID] = lease } }
-    func release(_ sourceID: String) { _ = leases.withLock { $0.removeValue(forKey: sourceID) } }
+    public func hold(_ lease: Lease) { leases.withLock { $0[lease.sourceID] = lease } }
+    public func release(_ sourceID: String) { _ = leases.withLock { $0.removeValue(forKey: sourceID) } }
 
     /// Queues an event this node published. Events of a source it holds no lease on (one it let go)
     /// are not written.
-    func enqueue(type: String, source: String?, json: Data) {
+    public func enqueue(type: String, source: String?, json: Data) {
         let lease = source.flatMap { id in leases.withLock { $0[id] } }
         if source != nil && lease == nil { return }
         queued.add(1, ordering: .relaxed)
@@ -69,7 +76,7 @@ final class ClusterOutbox: Sendable {
 
     /// Waits until every queued event is written or given up, at most `seconds` (a source's last
     /// events are written before its lease is handed over).
-    func flush(within seconds: Double) async {
+    public func flush(within seconds: Double) async {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         while pending > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
@@ -78,7 +85,7 @@ final class ClusterOutbox: Sendable {
 
     /// Writes queued events in order, each retried every second while the database is away,
     /// until the task is cancelled.
-    func writeQueued() async {
+    public func writeQueued() async {
         for await event in queue {
             var reported = false
             while !Task.isCancelled {
@@ -100,9 +107,11 @@ final class ClusterOutbox: Sendable {
         }
     }
 
-    /// Sends the events other nodes write from now on to `events`' subscribers, until cancelled.
-    func relay(to events: EventHub) async {
-        let reader = OutboxReader(store: store, node: node, events: events)
+    /// Hands every event other nodes write after `start` (nil: from when the first read succeeds;
+    /// see ``ClusterStore/outboxEnd()``) to `deliver`, in the outbox's commit order, until the task
+    /// is cancelled.
+    public func relay(from start: OutboxCursor? = nil, _ deliver: @escaping @Sendable (ClusterEvent) -> Void) async {
+        let reader = OutboxReader(store: store, node: node, cursor: start, deliver: deliver)
         let drain: @Sendable () async -> Void = { [self] in
             let relayed = await reader.drain(logger: logger)
             if relayed > 0 { counts.withLock { $0.relayed += relayed } }
@@ -125,19 +134,41 @@ final class ClusterOutbox: Sendable {
 private actor OutboxReader {
     let store: ClusterStore
     let node: String
-    let events: EventHub
+    let deliver: @Sendable (ClusterEvent) -> Void
     /// Where the reading is; nil until the outbox's end at the start is known.
     private var cursor: OutboxCursor?
     private var failing = false
 
-    init(store: ClusterStore, node: String, events: EventHub) {
+    init(store: ClusterStore, node: String, cursor: OutboxCursor?, deliver: @escaping @Sendable (ClusterEvent) -> Void) {
         self.store = store
         self.node = node
-        self.events = events
+        self.cursor = cursor
+        self.deliver = deliver
     }
+
+    /// Whether a drain is running (the actor is reentrant at each database call: a second drain
+    /// would read from the same cursor and deliver the same events again).
+    private var draining = false
+    /// Whether a wake-up came while a drain was running: it reads once more.
+    private var again = false
 
     /// Relays every event readable now; returns how many.
     func drain(logger: Logger) async -> Int {
+        if draining {
+            again = true
+            return 0
+        }
+        draining = true
+        defer { draining = false }
+        var relayed = 0
+        repeat {
+            again = false
+            relayed += await readAvailable(logger: logger)
+        } while again
+        return relayed
+    }
+
+    private func readAvailable(logger: Logger) async -> Int {
         var relayed = 0
         do {
             if cursor == nil { cursor = try await store.outboxEnd() }
@@ -146,7 +177,7 @@ private actor OutboxReader {
             while true {
                 let (batch, next) = try await store.events(after: at, limit: limit)
                 for event in batch where event.node != node {
-                    events.publishRelayed(event.type, source: event.source, json: Data(event.body.utf8))
+                    deliver(event)
                     relayed += 1
                 }
                 at = next
