@@ -243,6 +243,15 @@ public final class ClusterStore: Sendable {
         }
     }
 
+    /// How many sources are to run (not paused): what placement divides among the nodes.
+    public func runningSourceCount() async throws -> Int {
+        try await perform("counting sources") {
+            let rows = try await self.client.query("SELECT count(*) FROM sources WHERE desired = 'running'", logger: self.logger)
+            for try await count in rows.decode(Int.self) { return count }
+            return 0
+        }
+    }
+
     // MARK: Leases
 
     /// Extends `node`'s leases by `seconds` from now, for those it still holds under the same
@@ -355,10 +364,10 @@ public final class ClusterStore: Sendable {
     public func events(after cursor: OutboxCursor, limit: Int = 500) async throws -> (events: [ClusterEvent], cursor: OutboxCursor) {
         try await perform("reading events") {
             let rows = try await self.client.query("""
-                SELECT id, tx::text, source_id, generation, node, type, body, (extract(epoch FROM at) * 1000)::int8
-                FROM events
-                WHERE (tx, id) > (\(String(cursor.transaction))::xid8, \(cursor.id)) AND tx < pg_snapshot_xmin(pg_current_snapshot())
-                ORDER BY tx, id LIMIT \(limit)
+                SELECT e.id, e.tx::text AS tx_text, e.source_id, e.generation, e.node, e.type, e.body, (extract(epoch FROM e.at) * 1000)::int8
+                FROM events e
+                WHERE (e.tx, e.id) > (\(String(cursor.transaction))::xid8, \(cursor.id)) AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+                ORDER BY e.tx, e.id LIMIT \(limit)
                 """, logger: self.logger)
             var events: [ClusterEvent] = []
             var next = cursor
@@ -376,8 +385,8 @@ public final class ClusterStore: Sendable {
     public func outboxEnd() async throws -> OutboxCursor {
         try await perform("reading the end of the event outbox") {
             let rows = try await self.client.query("""
-                SELECT tx::text, id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot())
-                ORDER BY tx DESC, id DESC LIMIT 1
+                SELECT e.tx::text AS tx_text, e.id FROM events e WHERE e.tx < pg_snapshot_xmin(pg_current_snapshot())
+                ORDER BY e.tx DESC, e.id DESC LIMIT 1
                 """, logger: self.logger)
             for try await (tx, id) in rows.decode((String, Int64).self) {
                 return OutboxCursor(transaction: UInt64(tx) ?? 0, id: id)

@@ -109,28 +109,40 @@ public final class EventOutbox: Sendable {
 
     /// Hands every event other nodes write after `start` (nil: from when the first read succeeds;
     /// see ``ClusterStore/outboxEnd()``) to `deliver`, in the outbox's commit order, until the task
-    /// is cancelled.
+    /// is cancelled. Wake-ups that come while a read runs or within ``minimumReadInterval`` of
+    /// the last one are one, so a node reads at most a few times a second however many events
+    /// the cluster writes.
     public func relay(from start: OutboxCursor? = nil, _ deliver: @escaping @Sendable (ClusterEvent) -> Void) async {
         let reader = OutboxReader(store: store, node: node, cursor: start, deliver: deliver)
-        let drain: @Sendable () async -> Void = { [self] in
-            let relayed = await reader.drain(logger: logger)
-            if relayed > 0 { counts.withLock { $0.relayed += relayed } }
-        }
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let polling = Task {
             while !Task.isCancelled {
-                await drain()
+                wake.yield()
                 try? await Task.sleep(for: .milliseconds(Int64(Self.pollSeconds * 1000)))
             }
         }
-        defer { polling.cancel() }
-        while !Task.isCancelled {
-            do { try await store.listenForEvents(drain) } catch { try? await Task.sleep(for: .seconds(1)) }
+        let listening = Task { [store] in
+            while !Task.isCancelled {
+                do { try await store.listenForEvents { wake.yield() } } catch { try? await Task.sleep(for: .seconds(1)) }
+            }
+        }
+        defer {
+            polling.cancel()
+            listening.cancel()
+            wake.finish()
+        }
+        for await _ in wakes {
+            let relayed = await reader.readAvailable(logger: logger)
+            if relayed > 0 { counts.withLock { $0.relayed += relayed } }
+            try? await Task.sleep(for: Self.minimumReadInterval)
         }
     }
+
+    public static let minimumReadInterval = Duration.milliseconds(200)
 }
 
 /// Reads the outbox on from where it was (so nothing is lost across a reconnect) and relays what
-/// other nodes wrote.
+/// other nodes wrote. One task reads at a time (``EventOutbox/relay(from:_:)``'s loop).
 private actor OutboxReader {
     let store: ClusterStore
     let node: String
@@ -146,29 +158,8 @@ private actor OutboxReader {
         self.deliver = deliver
     }
 
-    /// Whether a drain is running (the actor is reentrant at each database call: a second drain
-    /// would read from the same cursor and deliver the same events again).
-    private var draining = false
-    /// Whether a wake-up came while a drain was running: it reads once more.
-    private var again = false
-
     /// Relays every event readable now; returns how many.
-    func drain(logger: Logger) async -> Int {
-        if draining {
-            again = true
-            return 0
-        }
-        draining = true
-        defer { draining = false }
-        var relayed = 0
-        repeat {
-            again = false
-            relayed += await readAvailable(logger: logger)
-        } while again
-        return relayed
-    }
-
-    private func readAvailable(logger: Logger) async -> Int {
+    func readAvailable(logger: Logger) async -> Int {
         var relayed = 0
         do {
             if cursor == nil { cursor = try await store.outboxEnd() }

@@ -146,7 +146,7 @@ public actor LeaseKeeper {
     private func balance() async throws {
         let (store, node, seconds) = (store, node, options.leaseSeconds)
         let nodes = try await database("listing nodes") { try await store.nodes(within: seconds).filter(\.live) }
-        let wanted = try await database("listing sources") { try await store.sources().filter { $0.desired == "running" }.count }
+        let wanted = try await database("counting sources") { try await store.runningSourceCount() }
         let totalCores = max(1, nodes.map(\.cores).reduce(0, +))
         func share(_ cores: Int) -> Int { Int((Double(wanted) * Double(cores) / Double(totalCores)).rounded(.up)) }
         let mine = share(options.cores)

@@ -273,6 +273,35 @@ struct OutboxTests {
     }
 }
 
+extension OutboxTests {
+    @Test("events are read in transaction order across a power of ten of transaction ids (ordered as numbers, not text), in small batches")
+    func transactionIdsOrderedAsNumbers() async throws {
+        let server = try ThrowawayPostgres()
+        defer { server.stop() }
+        let connected = try Connected(server.url)
+        defer { connected.task.cancel() }
+        let store = connected.store
+        try await store.migrate()
+        // Use up transaction ids to just below the next power of ten: "1000" sorts before "998" as text.
+        let now = try #require(UInt64(try psqlRows(server, "SELECT pg_current_xact_id()").first ?? ""))
+        var boundary: UInt64 = 10
+        while boundary <= now + 3 { boundary *= 10 }
+        _ = try psqlRows(server, "DO $$ BEGIN FOR i IN 1..\(boundary - now - 3) LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP; END $$")
+        for n in 1...6 { try await store.append(type: "e\(n)", body: "{}", node: "a", lease: nil) }
+        let written = try psqlRows(server, "SELECT tx::text FROM events ORDER BY id").compactMap { UInt64($0) }
+        #expect(written.first! < boundary && written.last! >= boundary, "the writes straddle \(boundary): \(written)")
+        var cursor = OutboxCursor.start
+        var read: [String] = []
+        for _ in 0..<10 {
+            let batch = try await store.events(after: cursor, limit: 2)
+            read += batch.events.map(\.type)
+            cursor = batch.cursor
+        }
+        #expect(read == (1...6).map { "e\($0)" })
+        #expect(try await store.outboxEnd() == cursor, "the end is the newest event, by number")
+    }
+}
+
 @Suite("A node's events through the outbox")
 struct EventOutboxTests {
     @Test("events published while the database is down are written in order after it is back, and relayed to the other node; a lost lease's are refused")
