@@ -57,7 +57,8 @@ class Postgres:
     """A throwaway server: initdb in a temporary folder, `postgres` in the foreground (as the
     postgres user when this is root, which PostgreSQL refuses)."""
 
-    def __init__(self, work):
+    def __init__(self, work, fsync=False):
+        self.fsync = fsync
         versions = sorted(int(v) for v in os.listdir("/usr/lib/postgresql") if v.isdigit())
         self.bin = f"/usr/lib/postgresql/{versions[-1]}/bin"
         self.folder = os.path.join(work, "pg")
@@ -77,7 +78,7 @@ class Postgres:
 
     def start(self):
         self.process = subprocess.Popen(self.prefix + [f"{self.bin}/postgres", "-D", f"{self.folder}/data", "-p", str(self.port), "-k", self.folder,
-                                                       "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+                                                       "-c", "listen_addresses=127.0.0.1", "-c", f"fsync={'on' if self.fsync else 'off'}"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
         ready = wait_until(lambda: subprocess.run([f"{self.bin}/pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]).returncode == 0, 30)
         if not ready:
@@ -137,18 +138,20 @@ class Node:
         status, answer = api(self.port, "GET", "/api/v1/sources")
         return {s["id"]: s for s in answer["sources"]} if status == 200 else {}
 
+    def metrics(self):
+        """The lines of this node's /metrics."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
+            return answer.read().decode().splitlines()
+
     def running(self):
         """The sources this node runs itself (its /metrics series), whatever the database says."""
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/metrics")
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            text = answer.read().decode()
-        return {line.split('"')[1] for line in text.splitlines() if line.startswith('spotter_source_recording{source="')}
+        return {line.split('"')[1] for line in self.metrics() if line.startswith('spotter_source_recording{source="')}
 
     def metric(self, name):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
-            for line in answer.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return int(float(line.split()[1]))
+        """One series' value (`name` with its labels), None when the node does not show it."""
+        for line in self.metrics():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
         return None
 
     def output(self):
