@@ -72,9 +72,10 @@ SELECT count(*) FROM sources WHERE desired = 'running';
     need_inserts = load["events"] / load["cameras"] * cameras
     per_read = max(1, round(need_inserts / (nodes * reads_per_second)))
     # a read from a cursor `per_read` rows before the end, as each node's reads would find them
-    tx, row = database.rows(f"SELECT tx::text, id FROM events ORDER BY tx DESC, id DESC OFFSET {per_read} LIMIT 1")[0].split("|")
-    reads = pgbench(database, work, "reads", f"""SELECT id, tx::text, source_id, generation, node, type, body FROM events
-WHERE (tx, id) > ('{tx}'::xid8, {row}) AND tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx, id LIMIT 500;
+    # (e.tx, not tx: a column named tx in the select list would order as text)
+    tx, row = database.rows(f"SELECT e.tx::text AS tx_text, e.id FROM events e ORDER BY e.tx DESC, e.id DESC OFFSET {per_read} LIMIT 1")[0].split("|")
+    reads = pgbench(database, work, "reads", f"""SELECT e.id, e.tx::text AS tx_text, e.source_id, e.generation, e.node, e.type, e.body FROM events e
+WHERE (e.tx, e.id) > ('{tx}'::xid8, {row}) AND e.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY e.tx, e.id LIMIT 500;
 """, clients=4)
     need_rounds = nodes * 3 / lease_seconds
     need_reads = nodes * (min(reads_per_second, need_inserts) + 1 / poll_seconds)
