@@ -109,12 +109,18 @@ public struct ServerConfiguration: Sendable {
         }
         var name = host
         if host == "0.0.0.0" || host == "::" {
-            var buffer = [CChar](repeating: 0, count: 256)
-            name = gethostname(&buffer, buffer.count) == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "localhost"
+            name = Self.machineName() ?? "localhost"
         } else if host.contains(":") {
             name = "[\(host)]"
         }
         return "http://\(name):\(port)"
+    }
+
+    /// This machine's host name (`gethostname`), nil when it cannot be read.
+    public static func machineName() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `host` only accepts connections from this machine.

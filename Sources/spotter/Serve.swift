@@ -198,8 +198,7 @@ struct Serve: AsyncParsableCommand {
         configuration.sources = file.sources ?? []
         configuration.webhooks = webhookOptions(urls: webhooks)
         if let database {
-            var name = [CChar](repeating: 0, count: 256)
-            let machine = gethostname(&name, name.count) == 0 ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "node"
+            let machine = ServerConfiguration.machineName() ?? "node"
             var cluster = ClusterSettings(database: try DatabaseURL(database), node: node ?? "\(machine):\(port)")
             cluster.lease.address = configuration.externalBase
             configuration.cluster = cluster
