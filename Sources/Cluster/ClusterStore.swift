@@ -230,10 +230,19 @@ public final class ClusterStore: Sendable {
 
     /// Every source in the order added, with its current lease holder.
     public func sources() async throws -> [SourceStatus] {
+        try await sources(where: nil)
+    }
+
+    /// One source, nil when the cluster has none with this id.
+    public func source(_ id: String) async throws -> SourceStatus? {
+        try await sources(where: id).first
+    }
+
+    private func sources(where id: String?) async throws -> [SourceStatus] {
         try await perform("listing sources") {
             let rows = try await self.client.query("""
                 SELECT id, settings, desired, CASE WHEN lease_expires > now() THEN owner END, generation, state
-                FROM sources ORDER BY position
+                FROM sources WHERE \(id)::text IS NULL OR id = \(id) ORDER BY position
                 """, logger: self.logger)
             var sources: [SourceStatus] = []
             for try await (id, settings, desired, owner, generation, state) in rows.decode((String, String, String, String?, Int64, String).self) {

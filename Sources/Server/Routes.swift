@@ -121,8 +121,8 @@ struct Routes: Sendable {
         router.get("/api/v1/sources/:id") { _, context in
             if let cluster {
                 let id = try context.parameters.require("id")
-                guard let found = try await clusterSources(cluster).first(where: { $0.id == id }) else { throw HTTPError(.notFound, message: "no source \(id)") }
-                return jsonResponse(found.object)
+                guard let row = try await Self.clusterCall({ try await cluster.source(id) }) else { throw HTTPError(.notFound, message: "no source \(id)") }
+                return jsonResponse(ClusterSourceAnswer.object(row, local: sources.source(id), node: configuration.cluster?.node ?? ""))
             }
             return jsonResponse(try source(context).status())
         }
@@ -297,7 +297,7 @@ struct Routes: Sendable {
     /// `PATCH` in cluster mode: the new settings are checked and stored; the node running the
     /// source restarts it with them at its next lease renewal.
     func updateClusterSource(_ cluster: ClusterStore, id: String, patch: SourcePatch) async throws -> Response {
-        guard let row = try await Self.clusterCall({ try await cluster.sources() }).first(where: { $0.id == id }) else {
+        guard let row = try await Self.clusterCall({ try await cluster.source(id) }) else {
             throw HTTPError(.notFound, message: "no source \(id)")
         }
         let old = try JSONDecoder().decode(SourceSpec.self, from: Data(row.settings.utf8))

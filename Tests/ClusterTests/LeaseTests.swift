@@ -311,8 +311,10 @@ struct EventOutboxTests {
         let (writer, reader) = (try Connected(server.url), try Connected(server.url))
         defer { [writer, reader].forEach { $0.task.cancel() } }
         try await writer.store.migrate()
-        _ = try await writer.store.addSource(settings: settings)
+        let id = try await writer.store.addSource(settings: settings)
         let lease = try #require(try await writer.store.claim(node: "a", count: 1, seconds: 30).first?.lease)
+        let (found, missing) = (try await writer.store.source(id), try await writer.store.source("s999"))
+        #expect(found?.node == "a" && found?.generation == lease.generation && missing == nil)
         let outbox = EventOutbox(store: writer.store, node: "a", logger: quiet)
         let other = EventOutbox(store: reader.store, node: "b", logger: quiet)
         let received = Mutex<[ClusterEvent]>([])
