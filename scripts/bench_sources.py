@@ -22,8 +22,11 @@ No Python peer runs here: the reference pipeline has no multi-source server to c
    that minute, so the walks do not all coincide), each source gating inference on motion
    (the issue's goal: 64 on 2 cores); the ceiling is 128.
 
+5. Cluster mode (--cluster): after 1., the same count for one `serve --database` node on a
+   throwaway PostgreSQL on this machine (fsync on), and the ratio (issue 37's goal: within 5%).
+
 Usage (run by scripts/bench.sh --sources):
-  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--rounds 3] [--viewers-only] [--load MINUTES] [--motion [--static-seconds 50]]
+  bench_sources.py SPOTTER_BINARY [--seconds 15] [--max 32] [--rounds 3] [--viewers-only] [--load MINUTES] [--motion [--static-seconds 50]] [--cluster]
 """
 import argparse
 import datetime
@@ -63,6 +66,53 @@ def cpu_seconds(pid):
 def totals(base, ids):
     statuses = [api(base, f"/api/v1/sources/{i}") for i in ids]
     return {k: sum(s[k] for s in statuses) for k in ("received", "processed", "dropped")}, statuses
+
+
+def running(base):
+    """The sources the server runs itself (its /metrics series)."""
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as response:
+        return [line for line in response.read().decode().splitlines() if line.startswith("spotter_source_frames_total{")]
+
+
+def start_server(spotter, work, port, hooks, database=None):
+    return subprocess.Popen([spotter, "serve", "--album", os.path.join(work, "album"), "--port", str(port), "--model", MODEL,
+                             "--media-dir", work, "--media-dir", os.path.dirname(VIDEO), "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/clips"]
+                            + (["--database", database, "--node", "bench"] if database else []),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_up(base):
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(base + "/health", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def cluster_overhead(spotter, work, hooks, seconds, largest):
+    """Sources per machine of one node in cluster mode (a throwaway PostgreSQL on this machine),
+    after the same figure of the server on its own, in one run."""
+    from check_cluster import Postgres
+    database = Postgres(work, fsync=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = start_server(spotter, work, port, hooks, database.url)
+    try:
+        wait_up(base)
+        deadline = time.time() + 30
+        while time.time() < deadline:  # 503 until the node has migrated the new database's schema
+            try:
+                api(base, "/api/v1/sources")
+                break
+            except urllib.error.HTTPError:
+                time.sleep(0.5)
+        print("sources per machine, one node in cluster mode (--database, PostgreSQL on this machine):")
+        return sources_per_machine(base, seconds, largest)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        database.stop()
 
 
 def static_videos(work, count=6, static_seconds=50):
@@ -115,12 +165,18 @@ def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
             for earlier in api(base, "/api/v1/sources")["sources"]:
                 api(base, f"/api/v1/sources/{earlier['id']}", method="DELETE")
             break
+        # in cluster mode (202) the node starts them at its next lease round
+        deadline = time.time() + 30
+        while time.time() < deadline and not all("processed" in api(base, f"/api/v1/sources/{i}") for i in ids):
+            time.sleep(0.2)
         time.sleep(4)  # warm-up: open, first frames
         before, _ = totals(base, ids)
         time.sleep(seconds)
         after, statuses = totals(base, ids)
         for i in ids:
             api(base, f"/api/v1/sources/{i}", method="DELETE")
+        while running(base):  # in cluster mode the node stops them at its next lease round
+            time.sleep(0.2)
         processed = after["processed"] - before["processed"]
         dropped = after["dropped"] - before["dropped"]
         fps = processed / seconds / n
@@ -281,6 +337,7 @@ def main():
     parser.add_argument("--viewers-only", action="store_true", help="only the viewers benchmark")
     parser.add_argument("--motion", action="store_true", help="sources per machine with motion gating on mostly static video (--max 128)")
     parser.add_argument("--static-seconds", type=float, default=50, help="with --motion: seconds of still picture before each 10 s walk")
+    parser.add_argument("--cluster", action="store_true", help="then the same count for one node in cluster mode (a throwaway PostgreSQL)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of 1 then 20 viewers (medians)")
     args = parser.parse_args()
     if args.motion and args.max == 32:
@@ -290,17 +347,9 @@ def main():
     base = f"http://127.0.0.1:{port}"
     hooks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
     threading.Thread(target=hooks.serve_forever, daemon=True).start()
-    server = subprocess.Popen([args.spotter, "serve", "--album", os.path.join(work, "album"), "--port", str(port), "--model", MODEL,
-                               "--media-dir", work,
-                               "--webhook", f"http://127.0.0.1:{hooks.server_address[1]}/clips"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_server(args.spotter, work, port, hooks)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base + "/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_up(base)
         cpu = platform.processor() or platform.machine()
         try:
             cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
@@ -321,6 +370,12 @@ def main():
             print("sources per machine (every frame detected, none dropped):")
             best = sources_per_machine(base, args.seconds, args.max)
             print(f"  => {best} sources")
+        if args.cluster:
+            server.terminate()
+            server.wait(timeout=30)
+            clustered = cluster_overhead(args.spotter, work, hooks, args.seconds, args.max)
+            print(f"  => {clustered} sources in cluster mode, {clustered / max(best, 1):.2f}x the server on its own (goal: at least 0.95x)")
+            return
         print("viewers of one source:")
         cost = viewers_cost(base, server.pid, args.seconds, args.rounds)
         extra = cost[20] / cost[1] - 1 if cost[1] > 0 else float("nan")
