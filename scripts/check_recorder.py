@@ -596,19 +596,21 @@ def rtsp_checks(spotter, work, media):
 
     threading.Thread(target=follow, daemon=True).start()
     try:
+        # One client after the other: GStreamer's shared media, set up for a TCP and a UDP client in
+        # the same moment, once served neither (the fixture listening, its log empty).
         status, tcp = api(server.port, "POST", "/api/v1/sources", {"input": url, "record": True})
+        wait_until(lambda: server.sources()[tcp["id"]]["frames"] > 0, 20)
         status2, udp = api(server.port, "POST", "/api/v1/sources", {"input": url, "record": False, "rtsp_transport": "udp"})
         running = wait_until(lambda: all(server.sources()[s["id"]]["frames"] > 20 for s in (tcp, udp)), 40)
         if not running:
             print(f"      the RTSP camera after 40 s: {camera_state(cam)}, takes connections: {accepts(port, 1)}; sources: "
                   f"{[(s['id'], s['state'], s.get('message')) for s in server.sources().values()]}", flush=True)
-            if cam.poll() is not None or not accepts(port, 1):
-                # The fixture died or stopped listening: a camera that comes back must be picked up.
-                cam.kill()
-                cam.wait()
-                cam = camera("h264", media["h264"])
-                running = wait_until(lambda: all(server.sources()[s["id"]]["frames"] > 20 for s in (tcp, udp)), 45)
-                print(f"      after starting the camera fixture again: {'streaming' if running else 'still not streaming'}", flush=True)
+            # The fixture died, stopped listening or serves nothing: a camera that comes back must be picked up.
+            cam.kill()
+            cam.wait()
+            cam = camera("h264", media["h264"])
+            running = wait_until(lambda: all(server.sources()[s["id"]]["frames"] > 20 for s in (tcp, udp)), 45)
+            print(f"      after starting the camera fixture again: {'streaming' if running else 'still not streaming'}", flush=True)
         check("an RTSP camera with a password streams over TCP and over UDP", running and server.sources()[udp["id"]]["rtsp_transport"] == "udp",
               f"{camera_state(cam)}; {server.sources()}")
         cam.kill()
