@@ -267,6 +267,7 @@ def main():
         # a pause: SIGSTOP for 30 s, then SIGCONT
         paused, other = survivors
         held = [i for i, (owner, _) in after.items() if owner == paused.name]
+        paused_at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         paused.process.send_signal(signal.SIGSTOP)
         time.sleep(30)
         during = {line.split("|")[0]: line.split("|")[1] for line in database.rows("SELECT id, owner FROM sources WHERE lease_expires > now()")}
@@ -317,13 +318,16 @@ def main():
                                                         "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
         check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
         announced = {clip_name(body) for body in database.rows("SELECT body FROM events WHERE type = 'clip_finished'")}
-        sources_of = dict(sqlite3.connect(index).execute("SELECT clip, source FROM clips WHERE incomplete = 0")) if os.path.exists(index) else {}
-        unannounced = [c for c in clips if os.path.basename(c) not in announced]
-        print(f"info  {len(clips)} complete clips, {len(clips) - len(unannounced)} announced through the outbox", flush=True)
-        # Only the clips the paused node finished on waking, of the sources it had lost, were refused (fenced).
-        check(f"every complete clip's clip_finished is in the outbox (the final ones at SIGTERM too), but at most the {len(held)} "
-              f"the paused node finished for sources it had lost (fenced)",
-              len(unannounced) <= len(held), (unannounced, [sources_of.get(c) for c in unannounced]))
+        rows = list(sqlite3.connect(index).execute("SELECT clip, source, created_at FROM clips WHERE incomplete = 0")) if os.path.exists(index) else []
+        inputs = {line.split("|", 1)[0]: json.loads(line.split("|", 1)[1]).get("input") for line in database.rows("SELECT id, settings FROM sources")}
+        lost = {inputs.get(i) for i in held}
+        unannounced = [(clip, source, created) for clip, source, created in rows if os.path.basename(clip) not in announced]
+        print(f"info  {len(rows)} complete clips, {len(rows) - len(unannounced)} announced through the outbox", flush=True)
+        # Only clips the paused node finished after waking, of the sources it had lost, were refused (fenced).
+        check("every complete clip's clip_finished is in the outbox (the final ones at SIGTERM too), but clips of the sources the paused "
+              "node had lost, finished after its pause (fenced)",
+              all(source in lost and created >= paused_at for _, source, created in unannounced), (unannounced, lost, paused_at))
+
         def on_disk():
             return sorted(os.path.basename(c) for c in glob.glob(os.path.join(album, "clips", "*.mp4")))
 
