@@ -44,7 +44,7 @@ import urllib.request
 
 import cv2
 
-from checklib import MODEL, SHARED, free_port
+from checklib import MODEL, SHARED, free_port, wait_until
 
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 
@@ -81,13 +81,13 @@ def start_server(spotter, work, port, hooks, database=None):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def wait_up(base):
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(base + "/health", timeout=1)
-            return
-        except OSError:
-            time.sleep(0.1)
+def wait_up(base, path="/health", seconds=30):
+    """Waits until `path` answers (a cluster node answers 503 until it has migrated its schema)."""
+    def answers():
+        urllib.request.urlopen(base + path, timeout=2).close()  # raises while refused or 503
+        return True
+    if not wait_until(answers, seconds):
+        raise SystemExit(f"the server at {base} did not answer {path} within {seconds} s")
 
 
 def cluster_overhead(spotter, work, hooks, seconds, largest):
@@ -99,14 +99,7 @@ def cluster_overhead(spotter, work, hooks, seconds, largest):
     base = f"http://127.0.0.1:{port}"
     server = start_server(spotter, work, port, hooks, database.url)
     try:
-        wait_up(base)
-        deadline = time.time() + 30
-        while time.time() < deadline:  # 503 until the node has migrated the new database's schema
-            try:
-                api(base, "/api/v1/sources")
-                break
-            except urllib.error.HTTPError:
-                time.sleep(0.5)
+        wait_up(base, "/api/v1/sources")
         print("sources per machine, one node in cluster mode (--database, PostgreSQL on this machine):")
         return sources_per_machine(base, seconds, largest)
     finally:

@@ -419,7 +419,7 @@ public final class ClusterStore: Sendable {
         } catch is CancellationError {
             return
         } catch let error as PSQLError {
-            throw ClusterError.database(doing: "listening for events", reason: error.serverInfo?[.message] ?? (error.underlying.map { "\($0)" } ?? "\(error.code)"))
+            throw Self.clusterError(error, doing: "listening for events")
         }
     }
 
@@ -431,6 +431,11 @@ public final class ClusterStore: Sendable {
         return count
     }
 
+    /// PostgreSQL's error as a ``ClusterError``: the server's message, else what broke the connection.
+    private static func clusterError(_ error: PSQLError, doing: String) -> ClusterError {
+        .database(doing: doing, reason: error.serverInfo?[.message] ?? (error.underlying.map { "\($0)" } ?? "\(error.code)"))
+    }
+
     /// Runs `body` with a time limit, turning PostgreSQL's errors into ``ClusterError``.
     func perform<Result: Sendable>(_ doing: String, timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
         do {
@@ -438,8 +443,7 @@ public final class ClusterStore: Sendable {
         } catch let error as ClusterError {
             throw error
         } catch let error as PSQLError {
-            let reason = error.serverInfo?[.message] ?? (error.underlying.map { "\($0)" } ?? "\(error.code)")
-            throw ClusterError.database(doing: doing, reason: reason)
+            throw Self.clusterError(error, doing: doing)
         } catch {
             throw ClusterError.database(doing: doing, reason: "\(error)")
         }

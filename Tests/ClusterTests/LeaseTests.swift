@@ -52,6 +52,32 @@ struct Connected {
     }
 }
 
+/// A throwaway PostgreSQL and `count` stores connected to it, the schema migrated through the first.
+struct TestCluster {
+    let server: ThrowawayPostgres
+    let nodes: [Connected]
+    var store: ClusterStore { nodes[0].store }
+
+    init(nodes count: Int = 1) async throws {
+        let server = try ThrowawayPostgres()
+        var nodes: [Connected] = []
+        do {
+            for _ in 0..<count { nodes.append(try Connected(server.url)) }
+            try await nodes[0].store.migrate()
+        } catch {
+            nodes.forEach { $0.task.cancel() }
+            server.stop()
+            throw error
+        }
+        (self.server, self.nodes) = (server, nodes)
+    }
+
+    func stop() {
+        nodes.forEach { $0.task.cancel() }
+        server.stop()
+    }
+}
+
 func waitUntil(seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
     while ContinuousClock.now < deadline {
@@ -92,15 +118,13 @@ struct LeaseTests {
 
     @Test("six sources spread over three nodes; a killed node's sources move to the others and its writes are refused")
     func spreadAndTakeOver() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
+        let cluster = try await TestCluster(nodes: 3)
+        defer { cluster.stop() }
+        let (server, nodes) = (cluster.server, cluster.nodes)
         let board = RecordingHolder.Board()
         var options = LeaseKeeper.Options()
         options.leaseSeconds = 2
         options.cores = 2
-        let nodes = try (1...3).map { _ in try Connected(server.url) }
-        defer { nodes.forEach { $0.task.cancel() } }
-        try await nodes[0].store.migrate()
         for _ in 0..<6 { _ = try await nodes[0].store.addSource(settings: settings) }
         let keepers = nodes.enumerated().map { index, connected in
             LeaseKeeper(node: "n\(index + 1)", store: connected.store, holder: RecordingHolder(node: "n\(index + 1)", board: board), options: options,
@@ -142,14 +166,12 @@ struct LeaseTests {
 
     @Test("a node that was paused stops what it lost at its first round after waking, and writes nothing under old generations")
     func pausedNodeIsFenced() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
+        let cluster = try await TestCluster(nodes: 2)
+        defer { cluster.stop() }
+        let (server, a, b) = (cluster.server, cluster.nodes[0], cluster.nodes[1])
         let board = RecordingHolder.Board()
         var options = LeaseKeeper.Options()
         options.leaseSeconds = 2
-        let a = try Connected(server.url), b = try Connected(server.url)
-        defer { a.task.cancel(); b.task.cancel() }
-        try await a.store.migrate()
         for _ in 0..<2 { _ = try await a.store.addSource(settings: settings) }
         let keeperA = LeaseKeeper(node: "a", store: a.store, holder: RecordingHolder(node: "a", board: board), options: options, logger: quiet)
         let keeperB = LeaseKeeper(node: "b", store: b.store, holder: RecordingHolder(node: "b", board: board), options: options, logger: quiet)
@@ -178,14 +200,12 @@ struct LeaseTests {
 
     @Test("a graceful shutdown hands the sources over at once, not after the lease expires")
     func shutdownHandsOver() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
+        let cluster = try await TestCluster(nodes: 2)
+        defer { cluster.stop() }
+        let (server, a, b) = (cluster.server, cluster.nodes[0], cluster.nodes[1])
         let board = RecordingHolder.Board()
         var options = LeaseKeeper.Options()
         options.leaseSeconds = 30
-        let a = try Connected(server.url), b = try Connected(server.url)
-        defer { a.task.cancel(); b.task.cancel() }
-        try await a.store.migrate()
         for _ in 0..<3 { _ = try await a.store.addSource(settings: settings) }
         var quick = options
         quick.leaseSeconds = 2
@@ -210,15 +230,13 @@ struct LeaseTests {
 
     @Test("a database outage shorter than the grace moves nothing")
     func outageMovesNothing() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
+        let cluster = try await TestCluster(nodes: 2)
+        defer { cluster.stop() }
+        let (server, nodes) = (cluster.server, cluster.nodes)
         let board = RecordingHolder.Board()
         var options = LeaseKeeper.Options()
         options.leaseSeconds = 2
         options.outageGrace = 15
-        let nodes = try (0..<2).map { _ in try Connected(server.url) }
-        defer { nodes.forEach { $0.task.cancel() } }
-        try await nodes[0].store.migrate()
         for _ in 0..<4 { _ = try await nodes[0].store.addSource(settings: settings) }
         let keepers = nodes.enumerated().map { index, connected in
             LeaseKeeper(node: "n\(index)", store: connected.store, holder: RecordingHolder(node: "n\(index)", board: board), options: options, logger: quiet)
@@ -246,12 +264,9 @@ struct LeaseTests {
 struct OutboxTests {
     @Test("a reader never skips an event whose transaction commits after a later id's")
     func commitOrder() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
-        let connected = try Connected(server.url)
-        defer { connected.task.cancel() }
-        let store = connected.store
-        try await store.migrate()
+        let cluster = try await TestCluster()
+        defer { cluster.stop() }
+        let (server, store) = (cluster.server, cluster.store)
         // a slow writer takes id 1 and keeps its transaction open (psql reading its input)...
         let slow = try server.session()
         slow.send("BEGIN;\nINSERT INTO events (node, type, body) VALUES ('slow', 'first', '{}');\n")
@@ -271,17 +286,12 @@ struct OutboxTests {
         let after = try await store.events(after: late.cursor)
         #expect(after.events.isEmpty)
     }
-}
 
-extension OutboxTests {
     @Test("events are read in transaction order across a power of ten of transaction ids (ordered as numbers, not text), in small batches")
     func transactionIdsOrderedAsNumbers() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
-        let connected = try Connected(server.url)
-        defer { connected.task.cancel() }
-        let store = connected.store
-        try await store.migrate()
+        let cluster = try await TestCluster()
+        defer { cluster.stop() }
+        let (server, store) = (cluster.server, cluster.store)
         // Use up transaction ids to just below the next power of ten: "1000" sorts before "998" as text.
         let now = try #require(UInt64(try psqlRows(server, "SELECT pg_current_xact_id()").first ?? ""))
         var boundary: UInt64 = 10
@@ -306,11 +316,9 @@ extension OutboxTests {
 struct EventOutboxTests {
     @Test("events published while the database is down are written in order after it is back, and relayed to the other node; a lost lease's are refused")
     func queuedThroughAnOutageAndRelayed() async throws {
-        let server = try ThrowawayPostgres()
-        defer { server.stop() }
-        let (writer, reader) = (try Connected(server.url), try Connected(server.url))
-        defer { [writer, reader].forEach { $0.task.cancel() } }
-        try await writer.store.migrate()
+        let cluster = try await TestCluster(nodes: 2)
+        defer { cluster.stop() }
+        let (server, writer, reader) = (cluster.server, cluster.nodes[0], cluster.nodes[1])
         let id = try await writer.store.addSource(settings: settings)
         let lease = try #require(try await writer.store.claim(node: "a", count: 1, seconds: 30).first?.lease)
         let (found, missing) = (try await writer.store.source(id), try await writer.store.source("s999"))
