@@ -15,8 +15,9 @@ throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 1
               holds (those of sources other nodes ran too), each once
   shutdown    SIGTERM ends the other nodes within 30 s, leaving no lease held and no node listed;
               every clip the index holds as complete plays (ffprobe) and has its clip_finished in
-              the outbox, but those the paused node finished after losing their sources (fenced);
-              a fresh node lists every clip file once
+              the outbox; every row names its source, node and lease generation, and the clips the
+              paused node finished after losing their sources were refused their rows (fenced) and
+              indexed as incomplete; a fresh node lists every clip file once
 
 Usage: check_cluster.py SPOTTER_BINARY
 Prints one line per check and `N passed, M failed`.
@@ -267,7 +268,6 @@ def main():
         # a pause: SIGSTOP for 30 s, then SIGCONT
         paused, other = survivors
         held = [i for i, (owner, _) in after.items() if owner == paused.name]
-        paused_at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         paused.process.send_signal(signal.SIGSTOP)
         time.sleep(30)
         during = {line.split("|")[0]: line.split("|")[1] for line in database.rows("SELECT id, owner FROM sources WHERE lease_expires > now()")}
@@ -275,6 +275,7 @@ def main():
               held and all(during.get(i) == other.name for i in held), during)
         paused.process.send_signal(signal.SIGCONT)
         woke = time.time()
+        woke_at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(woke))
 
         def fenced():
             return not (paused.running() & set(held)) and set(held) <= other.running()
@@ -318,15 +319,23 @@ def main():
                                                         "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
         check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
         announced = {clip_name(body) for body in database.rows("SELECT body FROM events WHERE type = 'clip_finished'")}
-        rows = list(sqlite3.connect(index).execute("SELECT clip, source, created_at FROM clips WHERE incomplete = 0")) if os.path.exists(index) else []
-        inputs = {line.split("|", 1)[0]: json.loads(line.split("|", 1)[1]).get("input") for line in database.rows("SELECT id, settings FROM sources")}
-        lost = {inputs.get(i) for i in held}
-        unannounced = [(clip, source, created) for clip, source, created in rows if os.path.basename(clip) not in announced]
-        print(f"info  {len(rows)} complete clips, {len(rows) - len(unannounced)} announced through the outbox", flush=True)
-        # Only clips the paused node finished after waking, of the sources it had lost, were refused (fenced).
-        check("every complete clip's clip_finished is in the outbox (the final ones at SIGTERM too), but clips of the sources the paused "
-              "node had lost, finished after its pause (fenced)",
-              all(source in lost and created >= paused_at for _, source, created in unannounced), (unannounced, lost, paused_at))
+        rows = list(sqlite3.connect(index).execute("SELECT clip, source_id, node, generation, created_at, incomplete FROM clips")) \
+            if os.path.exists(index) else []
+        complete = [row for row in rows if not row[5]]
+        unannounced = [row[:5] for row in complete if os.path.basename(row[0]) not in announced]
+        print(f"info  {len(complete)} complete clips, {len(complete) - len(unannounced)} announced through the outbox", flush=True)
+        # Clip rows are fenced like events: a clip the paused node finished after its source moved
+        # on has neither its row nor its event, and a repair indexes it as incomplete.
+        check("every complete clip's clip_finished is in the outbox (the final ones at SIGTERM too)", complete and not unannounced, unannounced)
+        lost = {(i, after[i][1]) for i in held}
+        late = [row for row in rows if row[2] == paused.name and (row[1], row[3]) in lost and row[4] >= woke_at]
+        print(f"info  {paused.name} finished {len(late)} clips under lost leases after waking, indexed by repairs: "
+              f"{[(os.path.basename(r[0]), r[1], r[3]) for r in late]}", flush=True)
+        check(f"every clip row names its source, node and lease generation; {paused.name}'s clips under the leases it lost, "
+              "finished after waking, were refused their rows (indexed as incomplete by a repair)",
+              rows and all(r[1] in ids and r[2] in ("n1", "n2", "n3") and isinstance(r[3], int) and r[3] >= 1 for r in rows)
+              and all(r[5] for r in late),
+              {"unnamed": [r for r in rows if not (r[1] in ids and r[2] in ("n1", "n2", "n3") and isinstance(r[3], int))], "late": late})
 
         def on_disk():
             return sorted(os.path.basename(c) for c in glob.glob(os.path.join(album, "clips", "*.mp4")))
@@ -344,6 +353,9 @@ def main():
         if wait_until(fresh.up, 60):
             status, answer = api(fresh.port, "GET", "/api/v1/album?limit=500")
             listed = sorted(os.path.basename(c.get("path") or c["url"]) for c in answer["clips"]) if status == 200 else [status, answer]
+            check("the album API gives each clip its source_id, node and generation",
+                  status == 200 and all(c.get("source_id") in ids and c.get("node") in ("n1", "n2", "n3") and c.get("generation", 0) >= 1
+                                        for c in answer["clips"]), answer if status != 200 else [c for c in answer["clips"] if "node" not in c][:3])
         every = on_disk()
         check("a freshly started node lists every clip file in the album folder exactly once (the killed node's open clip as incomplete); "
               "it removed only files without a readable frame",

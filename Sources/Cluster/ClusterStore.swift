@@ -342,10 +342,24 @@ public final class ClusterStore: Sendable {
         if changed == 0 { throw ClusterError.fenced(source: lease.sourceID, generation: lease.generation) }
     }
 
+    /// Whether `node` may still write rows of its source under `lease`: it is the source's owner
+    /// and no newer generation exists (a clip's index row is written only then). Expiry alone does
+    /// not refuse: after a database outage the owner's lease may have lapsed with nobody else
+    /// having taken it, and its clips are still its own.
+    public func holds(_ lease: Lease, node: String) async throws -> Bool {
+        try await perform("checking the lease of \(lease.sourceID)") {
+            try await self.count(try await self.client.query("""
+                SELECT 1 FROM sources WHERE id = \(lease.sourceID) AND generation = \(lease.generation) AND owner = \(node)
+                """, logger: self.logger)) > 0
+        }
+    }
+
     // MARK: Events
 
-    /// Appends an event to the outbox. With a lease, the write is fenced: it is refused unless
-    /// `node` still holds the source's lease under that generation, unexpired; the row lock taken
+    /// Appends an event to the outbox. With a lease, the write is fenced: it is refused once a
+    /// newer generation of the source's lease exists (or `node` released it), as clip rows are
+    /// (``holds(_:node:)``); a lapsed lease nobody has taken yet still writes, so events queued
+    /// through a database outage are not lost to the renewal that follows it. The row lock taken
     /// here makes a concurrent claim wait, so a write lands either before the takeover or not at all.
     ///
     /// - Throws: ``ClusterError/fenced(source:generation:)``.
@@ -355,7 +369,7 @@ public final class ClusterStore: Sendable {
                 try await self.count(try await self.client.query("""
                     INSERT INTO events (source_id, generation, node, type, body)
                     SELECT id, generation, \(node), \(type), \(body) FROM sources
-                    WHERE id = \(lease.sourceID) AND generation = \(lease.generation) AND owner = \(node) AND lease_expires > now()
+                    WHERE id = \(lease.sourceID) AND generation = \(lease.generation) AND owner = \(node)
                     FOR SHARE
                     RETURNING id
                     """, logger: self.logger))

@@ -38,6 +38,11 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
     /// The tracked objects that opened or kept the clip (stored as JSON); empty for clips
     /// recorded before tracking, or indexed from what could be decoded.
     public var objects: [ClipObject]
+    /// The server's id of the source (`s1`); nil for clips of `spotter record` and older albums.
+    public var sourceID: String?
+    /// In a cluster: the node that recorded the clip and the lease generation it ran the source under.
+    public var node: String?
+    public var generation: Int64?
 
     enum CodingKeys: String, CodingKey {
         case id, source, clip, thumbnail, start, end, duration, frames, labels, incomplete, objects
@@ -45,12 +50,17 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
         case createdAt = "created_at"
         case startedAt = "started_at"
         case endedAt = "ended_at"
+        case sourceID = "source_id"
+        case node, generation
     }
 
     public init(id: Int64?, source: String, clip: String, thumbnail: String?, start: Double, end: Double, duration: Double, frames: Int,
                 labels: String, bestScore: Double, createdAt: String, incomplete: Bool = false, startedAt: String? = nil, endedAt: String? = nil,
-                objects: [ClipObject] = []) {
+                objects: [ClipObject] = [], sourceID: String? = nil, node: String? = nil, generation: Int64? = nil) {
         self.objects = objects
+        self.sourceID = sourceID
+        self.node = node
+        self.generation = generation
         self.startedAt = startedAt
         self.endedAt = endedAt
         self.id = id
@@ -87,6 +97,9 @@ public struct ClipEntry: Codable, Sendable, Equatable, FetchableRecord, Persista
         endedAt = try container.decodeIfPresent(String.self, forKey: .endedAt)
         // Rows and records written before clips kept their objects have none.
         objects = (try? container.decodeIfPresent([ClipObject].self, forKey: .objects)) ?? []
+        sourceID = try container.decodeIfPresent(String.self, forKey: .sourceID)
+        node = try container.decodeIfPresent(String.self, forKey: .node)
+        generation = try container.decodeIfPresent(Int64.self, forKey: .generation)
     }
 }
 
@@ -412,17 +425,20 @@ public final class Album: Sendable {
     private static func isCurrent(_ db: Database) throws -> Bool {
         guard try db.tableExists(ClipEntry.databaseTableName), try db.tableExists(StoredSource.databaseTableName) else { return false }
         let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
-        return try db.tableExists(CountEntry.databaseTableName) && ["incomplete", "started_at", "ended_at", "objects"].allSatisfy(columns.contains)
+        return try db.tableExists(CountEntry.databaseTableName) && (["incomplete", "objects"] + optionalColumns).allSatisfy(columns.contains)
             && requiredColumns.isSubset(of: columns)
             && db.columns(in: StoredSource.databaseTableName).contains { $0.name == "finished_at" }
     }
+
+    /// Text or integer columns later versions added, nil where unknown.
+    private static let optionalColumns = ["started_at", "ended_at", "source_id", "node", "generation"]
 
     /// Columns every version of the clips table had.
     private static let requiredColumns: Set = ["id", "source", "clip", "thumbnail", "start", "end", "duration", "frames", "labels", "best_score",
                                                 "created_at"]
 
-    /// The clips table, and the `incomplete`, `started_at` and `ended_at` columns albums made
-    /// before them lack. A clips table without the columns every version had is not an index
+    /// The clips table, and the columns albums made before them lack (`incomplete`, `started_at`,
+    /// `ended_at`, `objects`, `source_id`, `node`, `generation`). A clips table without the columns every version had is not an index
     /// this program can use (an old or foreign schema): it is treated as damaged.
     private static func createSchema(_ db: Database) throws {
         try db.create(table: ClipEntry.databaseTableName, options: .ifNotExists) { t in
@@ -441,6 +457,9 @@ public final class Album: Sendable {
             t.column("started_at", .text)
             t.column("ended_at", .text)
             t.column("objects", .text).notNull().defaults(to: "[]")
+            t.column("source_id", .text)
+            t.column("node", .text)
+            t.column("generation", .integer)
         }
         let columns = Set(try db.columns(in: ClipEntry.databaseTableName).map(\.name))
         let missing = requiredColumns.subtracting(columns)
@@ -448,8 +467,8 @@ public final class Album: Sendable {
         if !columns.contains("incomplete") {
             try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: "incomplete", .boolean).notNull().defaults(to: false) }
         }
-        for column in ["started_at", "ended_at"] where !columns.contains(column) {
-            try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: column, .text) }
+        for column in optionalColumns where !columns.contains(column) {
+            try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: column, column == "generation" ? .integer : .text) }
         }
         if !columns.contains("objects") {
             try db.alter(table: ClipEntry.databaseTableName) { t in t.add(column: "objects", .text).notNull().defaults(to: "[]") }
@@ -710,6 +729,12 @@ public final class Album: Sendable {
         return entry
     }
 
+    /// Removes the record beside `clip`: a repair then indexes the clip as incomplete, from what
+    /// its file holds (a clip whose row its recorder may no longer write).
+    public func forgetRecord(of clip: String) {
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(Self.recordPath(of: clip)))
+    }
+
     /// Deletes clips (file, thumbnail, snapshot and row together) that `retention` no longer keeps:
     /// those created before `now - maxAge`, then the oldest while the album's clips, thumbnails and
     /// snapshots take more than `maxBytes`. Clips being recorded are not indexed yet, so never touched.
@@ -771,7 +796,9 @@ public final class Album: Sendable {
         let path = directory.appendingPathComponent(clip).path
         var frames = 0, first: Image?, lastTime = 0.0, rate = 25.0
         var recordedSource = source, recordedStart = start
+        var written: [String: String] = [:]
         if let reader = try? VideoReader(path: path) {
+            written = reader.info.metadata
             rate = reader.info.frameRate ?? rate
             recordedSource = recordedSource ?? reader.info.metadata["spotter_source"]
             recordedStart = recordedStart ?? reader.info.metadata["spotter_start"].flatMap(Double.init)
@@ -788,9 +815,11 @@ public final class Album: Sendable {
         let stem = URL(fileURLWithPath: clip).deletingPathExtension().lastPathComponent
         let thumbnail = try? writeThumbnail(first, named: "thumbnails/\(stem).jpg")
         let startTime = recordedStart ?? 0
+        // Who recorded it (ClipSession writes these): the source's id, and in a cluster the node and its lease generation.
         return try add(ClipEntry(
             id: nil, source: recordedSource ?? "unknown", clip: clip, thumbnail: thumbnail, start: startTime, end: startTime + lastTime,
-            duration: lastTime + 1 / rate, frames: frames, labels: "", bestScore: 0, createdAt: Self.timestamp(), incomplete: true))
+            duration: lastTime + 1 / rate, frames: frames, labels: "", bestScore: 0, createdAt: Self.timestamp(), incomplete: true,
+            sourceID: written["spotter_source_id"], node: written["spotter_node"], generation: written["spotter_generation"].flatMap { Int64($0) }))
     }
 
     /// Finds clip files without an index row (left by a killed run, a full disk, an index that was

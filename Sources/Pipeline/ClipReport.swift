@@ -28,6 +28,8 @@ public struct ClipReport: Sendable, Encodable {
         case endedAt = "ended_at"
         case thumbnailURL = "thumbnail_url"
         case snapshotURL = "snapshot_url"
+        case sourceID = "source_id"
+        case node, generation
     }
 
     private struct Object: Encodable {
@@ -49,6 +51,9 @@ public struct ClipReport: Sendable, Encodable {
         try container.encode(clip.createdAt, forKey: .createdAt)
         try container.encode(clip.startedAt, forKey: .startedAt)
         try container.encode(clip.endedAt, forKey: .endedAt)
+        try container.encodeIfPresent(clip.sourceID, forKey: .sourceID)
+        try container.encodeIfPresent(clip.node, forKey: .node)
+        try container.encodeIfPresent(clip.generation, forKey: .generation)
         try container.encode(clip.objects.map {
             Object(track: $0.track, label: $0.label, first_t: ResultEncoding.round3($0.firstSeen), last_t: ResultEncoding.round3($0.lastSeen),
                    best_score: ResultEncoding.round4($0.bestScore), best_t: ResultEncoding.round3($0.bestTime))

@@ -7,6 +7,24 @@ import Media
 public enum RecorderEvent: Sendable {
     case clipStarted(path: String, start: Double)
     case clipFinished(ClipEntry)
+    /// The clip's row was refused: the source's lease has a newer generation (``ClipLease``).
+    case clipRefused(ClipEntry)
+}
+
+/// The lease a cluster node records a source's clips under: each clip carries the node and the
+/// lease generation, and its index row is written only when `admit` says the lease is still the
+/// source's newest. `admit` may take its time (the database away) and calls back once, on any
+/// thread; until then the clip stays locked, so no repair indexes it meanwhile.
+public struct ClipLease: Sendable {
+    public var node: String
+    public var generation: Int64
+    public var admit: @Sendable (ClipEntry, @escaping @Sendable (Bool) -> Void) -> Void
+
+    public init(node: String, generation: Int64, admit: @escaping @Sendable (ClipEntry, @escaping @Sendable (Bool) -> Void) -> Void) {
+        self.node = node
+        self.generation = generation
+        self.admit = admit
+    }
 }
 
 /// Records clips of the frames the detector matched into an album: the consumer stage of
@@ -29,6 +47,12 @@ public final class ClipSession: @unchecked Sendable {
         public var triggers: (@Sendable (Detection) -> Bool)?
         /// With tracking, only objects inside one of these zones open and keep clips. Default nil: anywhere.
         public var requiredZones: Set<String>?
+        /// The server's id of the source, stored with each clip. Default nil.
+        public var sourceID: String?
+        /// In a cluster, the lease the source runs under: a clip's row is written only while it
+        /// is the source's newest (fencing); a refused clip stays on disk without its record, and
+        /// a later repair indexes it as incomplete. Default nil: rows are always written.
+        public var lease: ClipLease?
 
         public init(policy: ClipRecorder<DetectedFrame>.Policy = .init(), drawBoxes: Bool = true, frameRate: Double = 25, preset: String = "ultrafast") {
             self.policy = policy
@@ -47,7 +71,10 @@ public final class ClipSession: @unchecked Sendable {
     private var current: OpenClip?
 
     /// Clips indexed so far (complete or not).
-    public private(set) var clipsFinished = 0
+    public var clipsFinished: Int { finishedCount.value }
+    private let finishedCount = Locked(0)
+    /// Clips whose row waits for the lease's verdict (``Options/lease``).
+    private let admitting = DispatchGroup()
     /// Finished clips whose index row could not be written yet (the index locked by another
     /// program for longer than its busy timeout): tried again after each later clip and at
     /// ``finish()``; each has its record beside it, so a repair indexes it with its labels.
@@ -132,7 +159,14 @@ public final class ClipSession: @unchecked Sendable {
             throw error
         }
         try indexPending()
+        // The last clips' rows are written (or refused) before the source's lease may go.
+        if admitting.wait(timeout: .now() + Self.admitSeconds) == .timedOut {
+            throw AlbumError.indexFailed(path: album.directory.path, reason: "the cluster did not answer within \(Int(Self.admitSeconds)) s whether the last clips' rows may be written")
+        }
     }
+
+    /// How long ``finish()`` waits for the lease's verdicts on the last clips.
+    static let admitSeconds = 30.0
 
     /// Clips left on disk without an index row (a full disk took the row too): `album repair`
     /// indexes them once there is room. Relative paths.
@@ -151,7 +185,7 @@ public final class ClipSession: @unchecked Sendable {
         let bytes = (try? FileManager.default.attributesOfItem(atPath: clip.reservation.path)[.size] as? Int) ?? 0
         do {
             if try album.adopt(clip.reservation.clip, source: source, start: clip.start) != nil {
-                clipsFinished += 1
+                finishedCount.withLock { $0 += 1 }
             } else {
                 unreadable.append((clip.reservation.clip, bytes))
             }
@@ -176,6 +210,15 @@ public final class ClipSession: @unchecked Sendable {
         }
     }
 
+    /// What the clip's file says of itself, for a repair that finds it without its row.
+    private func metadata(start: Double) -> [String: String] {
+        var tags = ["spotter_source": source, "spotter_start": String(start)]
+        tags["spotter_source_id"] = options.sourceID
+        tags["spotter_node"] = options.lease?.node
+        tags["spotter_generation"] = options.lease.map { String($0.generation) }
+        return tags
+    }
+
     private func write(_ item: DetectedFrame, time: Double) throws {
         guard var clip = current else { return }
         var image = item.frame.image
@@ -187,7 +230,7 @@ public final class ClipSession: @unchecked Sendable {
             clip.writer = try VideoWriter(
                 path: clip.reservation.path, width: image.width, height: image.height,
                 options: .init(frameRate: options.frameRate, preset: options.preset, fragmented: true,
-                               metadata: ["spotter_source": source, "spotter_start": String(clip.start)]))
+                               metadata: metadata(start: clip.start)))
             current = clip
         }
         try clip.writer!.write(image, time: time)
@@ -236,20 +279,50 @@ public final class ClipSession: @unchecked Sendable {
             thumbnail = try album.writeThumbnail(best, named: clip.reservation.thumbnail)
         }
         current = nil
-        defer { clip.reservation.release() }
         let entry = ClipEntry(
             id: nil, source: source, clip: clip.reservation.clip, thumbnail: thumbnail, start: clip.start, end: clip.end,
             duration: clip.end - clip.start + 1 / options.frameRate, frames: writer.framesWritten,
             labels: clip.labels.sorted().joined(separator: ","), bestScore: Double(max(clip.bestScore, 0)),
             createdAt: Album.timestamp(), startedAt: clip.startedAt.map(UTCTime.iso8601WithOffset),
-            endedAt: clip.endedAt.map(UTCTime.iso8601WithOffset), objects: clip.objectOrder.compactMap { clip.objects[$0] })
+            endedAt: clip.endedAt.map(UTCTime.iso8601WithOffset), objects: clip.objectOrder.compactMap { clip.objects[$0] },
+            sourceID: options.sourceID, node: options.lease?.node, generation: options.lease?.generation)
         // The record beside the clip first: a row that cannot be written now is not lost.
-        try album.writeRecord(entry)
+        do { try album.writeRecord(entry) } catch {
+            clip.reservation.release()
+            throw error
+        }
+        if let lease = options.lease {
+            admit(entry, reservation: clip.reservation, lease: lease)
+            return
+        }
+        defer { clip.reservation.release() }
         pendingRows.append(entry)
         // Each try may wait out the index's busy timeout (30 s): after a failure, the next tries
         // come a minute later or at the end, so a long lock stalls recording once, not per clip.
         if let failed = lastIndexFailure, failed.duration(to: .now) < .seconds(60) { return }
         try indexPending()
+    }
+
+    /// Asks the lease whether the clip's row may be written, and writes it, or leaves the clip
+    /// without its record for a repair to index as incomplete; the clip stays locked until then.
+    private func admit(_ entry: ClipEntry, reservation: ClipReservation, lease: ClipLease) {
+        admitting.enter()
+        let (album, events, finished, admitting) = (album, events, finishedCount, admitting)
+        lease.admit(entry) { admitted in
+            defer {
+                reservation.release()
+                admitting.leave()
+            }
+            if admitted {
+                // A row that cannot be written now is added from the record by a repair.
+                guard let added = try? album.add(entry) else { return }
+                finished.withLock { $0 += 1 }
+                events(.clipFinished(added))
+            } else {
+                album.forgetRecord(of: entry.clip)
+                events(.clipRefused(entry))
+            }
+        }
     }
 
     /// When writing a row last failed.
@@ -265,7 +338,7 @@ public final class ClipSession: @unchecked Sendable {
             }
             do {
                 let added = try album.add(entry)
-                clipsFinished += 1
+                finishedCount.withLock { $0 += 1 }
                 events(.clipFinished(added))
             } catch let error as AlbumError {
                 // The index is busy or damaged: the clip and its record stay; a later try or a

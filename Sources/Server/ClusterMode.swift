@@ -21,6 +21,8 @@ public struct ClusterSettings: Sendable {
 /// Runs the sources this node holds leases on in the server's ``SourceHub``.
 struct HubHolder: LeaseHolder {
     let hub: SourceHub
+    let store: ClusterStore
+    let node: String
     /// Where the source's events go: written under its lease, so they hold it while it runs.
     let outbox: EventOutbox
     /// How long a stopped source's last events may take to reach the database before its lease goes.
@@ -36,12 +38,42 @@ struct HubHolder: LeaseHolder {
             if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips left open by another node") }
         }
         outbox.hold(lease)
-        do { try hub.add(spec, origin: .api, id: lease.sourceID, keep: false) } catch {
+        do { try hub.add(spec, origin: .api, id: lease.sourceID, keep: false, lease: clipLease(lease)) } catch {
             outbox.release(lease.sourceID)
             throw error
         }
         logger.info("cluster: running source \(lease.sourceID) (lease generation \(lease.generation))")
     }
+
+    /// The source's clips carry this node and the lease's generation; each clip's row is written
+    /// only if the lease is still the source's newest when the clip ends. While the database is
+    /// away the verdict waits (up to ``admitPatience``, then the row is refused: the clip is
+    /// indexed as incomplete by a later repair rather than beside a newer owner's).
+    private func clipLease(_ lease: Lease) -> ClipLease {
+        let (cluster, node, logger) = (store, self.node, logger)
+        return ClipLease(node: node, generation: lease.generation) { entry, decided in
+            Task {
+                let deadline = ContinuousClock.now + .seconds(Self.admitPatience)
+                while true {
+                    do {
+                        decided(try await cluster.holds(lease, node: node))
+                        return
+                    } catch {
+                        guard ContinuousClock.now < deadline else {
+                            logger.warning("cluster: no verdict on \(entry.clip)'s row: \(error)")
+                            decided(false)
+                            return
+                        }
+                        try? await Task.sleep(for: .seconds(1))
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long a clip's row waits for the database's verdict on its lease, in seconds: longer
+    /// than an outage that moves nothing (``LeaseKeeper/Options/outageGrace``).
+    static let admitPatience = 20
 
     func stop(_ lease: Lease) async {
         await hub.drop(lease.sourceID)
@@ -87,14 +119,38 @@ struct ClusterRun {
         try await store.migrate()
         let writing = Task { await outbox.writeQueued() }
         let relaying = Task { await outbox.relay { event in hub.events.publishRelayed(event.type, source: event.source, json: Data(event.body.utf8)) } }
-        let holder = HubHolder(hub: hub, outbox: outbox, flushSeconds: min(2, settings.lease.leaseSeconds / 3), logger: logger)
+        let holder = HubHolder(hub: hub, store: store, node: settings.node, outbox: outbox, flushSeconds: min(2, settings.lease.leaseSeconds / 3), logger: logger)
         let keeper = LeaseKeeper(node: settings.node, store: store, holder: holder, options: settings.lease, logger: logger)
         logger.info("cluster: node \(settings.node) on \(store.url)")
         let rounds = Task { await keeper.run() }
+        let repairs = Task.detached { await repairEvery(Self.repairSeconds) }
         try? await gracefulShutdown()
+        repairs.cancel()
         rounds.cancel()
         await keeper.shutdown()
         relaying.cancel()
         writing.cancel()
+    }
+
+    /// How often a node repairs the shared album, in seconds.
+    static let repairSeconds = 30.0
+
+    /// Repairs the shared album now and then: a clip whose row was refused (its recorder woke up
+    /// after its source had moved on) is indexed as incomplete here, as are clips a node left
+    /// without a row for any other reason. Clips being recorded or awaiting their verdict are
+    /// locked and skipped; several nodes repairing at once index each clip once.
+    private func repairEvery(_ seconds: Double) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            guard !Task.isCancelled else { return }
+            do {
+                let repaired = try hub.album.repair()
+                if !repaired.adopted.isEmpty || !repaired.removed.isEmpty {
+                    logger.info("cluster: album repair indexed \(repaired.adopted.count) clips without a row, removed \(repaired.removed.count) unreadable")
+                }
+            } catch {
+                logger.warning("cluster: album repair: \(error)")
+            }
+        }
     }
 }

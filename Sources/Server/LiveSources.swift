@@ -2,6 +2,7 @@ import Detection
 import Foundation
 import Hummingbird
 import Imaging
+import Logging
 import Media
 import Pipeline
 import Rectangles
@@ -194,6 +195,7 @@ public struct DetectionDefaults: Sendable, Equatable {
 /// pool, clip recorder); the live view reads its latest frames, encoded to JPEG once each however
 /// many people watch.
 final class LiveSource: Sendable {
+    private static let logger = Logger(label: "spotter.sources")
     let id: String
     let spec: SourceSpec
     /// Where the source was given: the API (kept across restarts) or the config file.
@@ -261,12 +263,15 @@ final class LiveSource: Sendable {
 
     /// The server's address for URLs in events and webhooks (``ServerConfiguration/externalBase``).
     let publicBase: String
+    /// In a cluster, the lease this node runs the source under (its clips' rows are fenced by it).
+    let lease: ClipLease?
 
     /// - Parameter finishedAt: when the file was read to the end, before: the source shows it as
     ///   `finished` and does not read it again.
     init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved, origin: SourcePolicy.Origin, defaults: DetectionDefaults, publicBase: String,
-         finishedAt: String? = nil) {
+         finishedAt: String? = nil, lease: ClipLease? = nil) {
         self.id = id
+        self.lease = lease
         if let finishedAt {
             guarded.withLock {
                 $0.finishedAt = finishedAt
@@ -328,6 +333,8 @@ final class LiveSource: Sendable {
                 guard record else { return nil }
                 var sessionOptions = ClipSession.Options(frameRate: info.frameRate ?? 25)
                 sessionOptions.requiredZones = requiredZones
+                sessionOptions.sourceID = id
+                sessionOptions.lease = lease
                 if strangersOnly {
                     // The live view still shows everyone; only strangers open and keep clips.
                     sessionOptions.triggers = { $0.isStranger }
@@ -525,6 +532,10 @@ final class LiveSource: Sendable {
                 s.clips += 1
             }
             events.publish(.clipFinished(ClipReport(entry, base: publicBase)), source: id, time: entry.end)
+        case .clipRefused(let entry):
+            // Another node runs the source now: this one shows and announces nothing more of it.
+            guarded.withLock { s in s.recording = false }
+            Self.logger.warning("source \(id): the row of \(entry.clip) was refused (the source's lease has moved on); a repair indexes it as incomplete")
         }
     }
 
@@ -660,9 +671,11 @@ final class SourceHub: Sendable {
     /// - Parameters:
     ///   - id: the id to use (a restored source's); default the next free one.
     ///   - finishedAt: a restored file source's end (``StoredSource/finishedAt``): it is not read again.
+    ///   - lease: in a cluster, the lease this node runs the source under.
     /// - Throws: ``AddError``.
     @discardableResult
-    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil, keep keeping: Bool = true) throws -> LiveSource {
+    func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil, keep keeping: Bool = true,
+             lease: ClipLease? = nil) throws -> LiveSource {
         let access = try prepare(spec, origin: origin)
         let source: LiveSource = try table.withLock { list in
             guard !list.closed else { throw AddError.shuttingDown }
@@ -679,7 +692,7 @@ final class SourceHub: Sendable {
                 list.next += 1
             }
             let source = LiveSource(id: chosen, spec: spec, access: access, origin: origin, defaults: defaults, publicBase: publicBase,
-                                    finishedAt: finishedAt)
+                                    finishedAt: finishedAt, lease: lease)
             list.sources[source.id] = source
             list.order.append(source.id)
             return source

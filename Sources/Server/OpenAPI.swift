@@ -252,6 +252,7 @@ enum OpenAPI {
                 "labels": array(string), "best_score": number, "incomplete": boolean, "created_at": string,
                 "started_at": nullableString, "ended_at": nullableString, "objects": array(ref("ClipObject")),
                 "url": string, "thumbnail_url": string, "snapshot_url": string,
+                "source_id": string, "node": string, "generation": integer,
             ], required: ["id", "source", "start", "end", "duration", "frames", "labels", "best_score", "incomplete", "created_at", "objects", "url"]),
             "AlbumPage": object(["clips": array(ref("Clip")), "next": nullableString], required: ["clips", "next"]),
             "Counts": object([

@@ -152,6 +152,8 @@ struct Record: ParsableCommand {
                         emit(String(format: "%@  %.1f-%.1f s  %d frames  %@ (best %.2f)", entry.clip, entry.start, entry.end,
                                     entry.frames, entry.labels, entry.bestScore))
                     }
+                case .clipRefused:
+                    break  // only a cluster's sources record under a lease
                 }
             }
         let progressLines = Throttle(seconds: 2)
