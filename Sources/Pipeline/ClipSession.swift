@@ -7,20 +7,22 @@ import Media
 public enum RecorderEvent: Sendable {
     case clipStarted(path: String, start: Double)
     case clipFinished(ClipEntry)
-    /// The clip's row was refused: the source's lease has a newer generation (``ClipLease``).
+    /// The clip's row was refused: the source's lease has a newer generation (``SourceLease``).
     case clipRefused(ClipEntry)
 }
 
-/// The lease a cluster node records a source's clips under: each clip carries the node and the
-/// lease generation, and its index row is written only when `admit` says the lease is still the
-/// source's newest. `admit` may take its time (the database away) and calls back once, on any
-/// thread; until then the clip stays locked, so no repair indexes it meanwhile.
-public struct ClipLease: Sendable {
+/// The lease a cluster node runs a source under. What it writes for the source carries the node
+/// and the lease generation (each clip's tags and row), and is written only when `admit` confirms
+/// the lease is still the source's newest: clip rows (here) and counts (the server's). `admit`
+/// names what waits (for its log), may take its time (the database away) and calls back once, on
+/// any thread; until then a clip stays locked, so no repair indexes it meanwhile.
+public struct SourceLease: Sendable {
+    public typealias Verdict = @Sendable (Bool) -> Void
     public var node: String
     public var generation: Int64
-    public var admit: @Sendable (ClipEntry, @escaping @Sendable (Bool) -> Void) -> Void
+    public var admit: @Sendable (_ what: String, _ decided: @escaping Verdict) -> Void
 
-    public init(node: String, generation: Int64, admit: @escaping @Sendable (ClipEntry, @escaping @Sendable (Bool) -> Void) -> Void) {
+    public init(node: String, generation: Int64, admit: @escaping @Sendable (_ what: String, _ decided: @escaping Verdict) -> Void) {
         self.node = node
         self.generation = generation
         self.admit = admit
@@ -52,7 +54,7 @@ public final class ClipSession: @unchecked Sendable {
         /// In a cluster, the lease the source runs under: a clip's row is written only while it
         /// is the source's newest (fencing); a refused clip stays on disk without its record, and
         /// a later repair indexes it as incomplete. Default nil: rows are always written.
-        public var lease: ClipLease?
+        public var lease: SourceLease?
 
         public init(policy: ClipRecorder<DetectedFrame>.Policy = .init(), drawBoxes: Bool = true, frameRate: Double = 25, preset: String = "ultrafast") {
             self.policy = policy
@@ -305,10 +307,10 @@ public final class ClipSession: @unchecked Sendable {
 
     /// Asks the lease whether the clip's row may be written, and writes it, or leaves the clip
     /// without its record for a repair to index as incomplete; the clip stays locked until then.
-    private func admit(_ entry: ClipEntry, reservation: ClipReservation, lease: ClipLease) {
+    private func admit(_ entry: ClipEntry, reservation: ClipReservation, lease: SourceLease) {
         admitting.enter()
         let (album, events, finished, admitting) = (album, events, finishedCount, admitting)
-        lease.admit(entry) { admitted in
+        lease.admit(entry.clip) { admitted in
             defer {
                 reservation.release()
                 admitting.leave()

@@ -38,20 +38,20 @@ struct HubHolder: LeaseHolder {
             if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips left open by another node") }
         }
         outbox.hold(lease)
-        do { try hub.add(spec, origin: .api, id: lease.sourceID, keep: false, lease: clipLease(lease)) } catch {
+        do { try hub.add(spec, origin: .api, id: lease.sourceID, keep: false, lease: sourceLease(lease)) } catch {
             outbox.release(lease.sourceID)
             throw error
         }
         logger.info("cluster: running source \(lease.sourceID) (lease generation \(lease.generation))")
     }
 
-    /// The source's clips carry this node and the lease's generation; each clip's row is written
-    /// only if the lease is still the source's newest when the clip ends. While the database is
-    /// away the verdict waits (up to ``admitPatience``, then the row is refused: the clip is
-    /// indexed as incomplete by a later repair rather than beside a newer owner's).
-    private func clipLease(_ lease: Lease) -> ClipLease {
+    /// The source's clips carry this node and the lease's generation; each clip's row, and each
+    /// batch of counts, is written only if the lease is still the source's newest. While the
+    /// database is away the verdict waits (up to ``admitPatience``, then the write is refused: a
+    /// clip is indexed as incomplete by a later repair rather than beside a newer owner's).
+    private func sourceLease(_ lease: Lease) -> SourceLease {
         let (cluster, node, logger) = (store, self.node, logger)
-        return ClipLease(node: node, generation: lease.generation) { entry, decided in
+        return SourceLease(node: node, generation: lease.generation) { what, decided in
             Task {
                 let deadline = ContinuousClock.now + .seconds(Self.admitPatience)
                 while true {
@@ -60,7 +60,7 @@ struct HubHolder: LeaseHolder {
                         return
                     } catch {
                         guard ContinuousClock.now < deadline else {
-                            logger.warning("cluster: no verdict on \(entry.clip)'s row: \(error)")
+                            logger.warning("cluster: no verdict on writing \(what) of \(lease.sourceID): \(error)")
                             decided(false)
                             return
                         }
@@ -71,7 +71,7 @@ struct HubHolder: LeaseHolder {
         }
     }
 
-    /// How long a clip's row waits for the database's verdict on its lease, in seconds: longer
+    /// How long a clip's row or counts wait for the database's verdict on its lease, in seconds: longer
     /// than an outage that moves nothing (``LeaseKeeper/Options/outageGrace``).
     static let admitPatience = 20
 

@@ -231,8 +231,6 @@ final class LiveSource: Sendable {
         var lastAnalysis: FrameAnalysis?
         /// Tracked objects now, and zone and line counts not yet written to the album.
         var objects = 0
-        var pendingCounts: [String: CountEntry] = [:]
-        var countsFlushed = ContinuousClock.now
         /// JPEGs of the best frames of the objects that ended last, by track id.
         var snapshots: [(track: Int, bytes: ByteBuffer)] = []
         var stopFlag: StopFlag?
@@ -263,15 +261,18 @@ final class LiveSource: Sendable {
 
     /// The server's address for URLs in events and webhooks (``ServerConfiguration/externalBase``).
     let publicBase: String
-    /// In a cluster, the lease this node runs the source under (its clips' rows are fenced by it).
-    let lease: ClipLease?
+    /// In a cluster, the lease this node runs the source under (its clips' rows and counts are fenced by it).
+    let lease: SourceLease?
+    /// Zone entries and line crossings not yet in the album.
+    let counts: CountBuffer
 
     /// - Parameter finishedAt: when the file was read to the end, before: the source shows it as
     ///   `finished` and does not read it again.
     init(id: String, spec: SourceSpec, access: SourcePolicy.Resolved, origin: SourcePolicy.Origin, defaults: DetectionDefaults, publicBase: String,
-         finishedAt: String? = nil, lease: ClipLease? = nil) {
+         finishedAt: String? = nil, lease: SourceLease? = nil) {
         self.id = id
         self.lease = lease
+        counts = CountBuffer(lease: lease)
         if let finishedAt {
             guarded.withLock {
                 $0.finishedAt = finishedAt
@@ -379,9 +380,11 @@ final class LiveSource: Sendable {
         }
         flag?.set()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async { [ended] in
+            DispatchQueue.global().async { [ended, counts] in
                 ended.wait()
                 ended.signal()
+                // Its last counts are written while the lease is still this node's.
+                counts.waitForVerdicts(seconds: 30)
                 continuation.resume()
             }
         }
@@ -493,33 +496,14 @@ final class LiveSource: Sendable {
             case .cross(_, let line, let direction): entry = CountEntry(source: id, hour: hour, kind: "line", name: line, direction: direction.rawValue, count: 1)
             case .exit, .loitering: continue
             }
-            let key = "\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)"
-            guarded.withLock { s in s.pendingCounts[key, default: CountEntry(source: id, hour: hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += 1 }
+            counts.add(entry)
         }
     }
 
-    /// Writes the counts not yet in the album (at most every `interval`); kept for the next try when
-    /// the index is busy.
+    /// Writes the counts not yet in the album (at most every `interval`).
     func flushCounts(_ album: Album, ifOlderThan interval: Duration = .zero) {
-        let pending = guarded.withLock { s -> [CountEntry] in
-            guard !s.pendingCounts.isEmpty, s.countsFlushed.duration(to: .now) >= interval else { return [] }
-            s.countsFlushed = .now
-            defer { s.pendingCounts.removeAll() }
-            return Array(s.pendingCounts.values)
-        }
-        guard !pending.isEmpty else { return }
-        do { try album.addCounts(pending) } catch {
-            guarded.withLock { s in
-                for entry in pending {
-                    s.pendingCounts["\(entry.hour) \(entry.kind) \(entry.name) \(entry.direction)", default: CountEntry(
-                        source: entry.source, hour: entry.hour, kind: entry.kind, name: entry.name, direction: entry.direction, count: 0)].count += entry.count
-                }
-            }
-        }
+        counts.flush(to: album, ifOlderThan: interval)
     }
-
-    /// Counts not yet written, for answers that must include them.
-    var unflushedCounts: [CountEntry] { guarded.withLock { s in Array(s.pendingCounts.values) } }
 
     private func recorderEvent(_ event: RecorderEvent, events: EventHub) {
         switch event {
@@ -675,7 +659,7 @@ final class SourceHub: Sendable {
     /// - Throws: ``AddError``.
     @discardableResult
     func add(_ spec: SourceSpec, origin: SourcePolicy.Origin, id: String? = nil, finishedAt: String? = nil, keep keeping: Bool = true,
-             lease: ClipLease? = nil) throws -> LiveSource {
+             lease: SourceLease? = nil) throws -> LiveSource {
         let access = try prepare(spec, origin: origin)
         let source: LiveSource = try table.withLock { list in
             guard !list.closed else { throw AddError.shuttingDown }

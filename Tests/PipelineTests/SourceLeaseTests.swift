@@ -10,9 +10,9 @@ import TestSupport
 /// A cluster node records a source's clips under its lease: each clip says who recorded it (in
 /// its index row and in its own tags), and its row is written only when the lease is still the
 /// source's newest; a refused clip is left to a repair, as incomplete.
-@Suite struct ClipLeaseTests {
+@Suite struct SourceLeaseTests {
     /// Records the shared walk (a person in every frame: one clip) into `album` under `lease`.
-    static func record(into album: Album, lease: ClipLease?, events: Locked<[RecorderEvent]>) throws {
+    static func record(into album: Album, lease: SourceLease?, events: Locked<[RecorderEvent]>) throws {
         let reader = try VideoReader(path: AlbumHealingTests.walk)
         var options = ClipSession.Options(frameRate: 30)
         options.sourceID = "s7"
@@ -42,7 +42,7 @@ import TestSupport
         let album = try Album(directory: directory)
         let events = Locked<[RecorderEvent]>([])
         // The verdict comes later, from another thread, as the database's would.
-        let lease = ClipLease(node: "n2", generation: 3) { _, decided in
+        let lease = SourceLease(node: "n2", generation: 3) { _, decided in
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { decided(false) }
         }
         try Self.record(into: album, lease: lease, events: events)
@@ -74,7 +74,7 @@ import TestSupport
         let album = try Album(directory: directory)
         let events = Locked<[RecorderEvent]>([])
         let repairedMeanwhile = Mutex<[Int]>([])
-        let lease = ClipLease(node: "n1", generation: 12) { _, decided in
+        let lease = SourceLease(node: "n1", generation: 12) { _, decided in
             // Another node's repair while the verdict is pending: the clip is locked, so skipped.
             let report = try? Album(directory: directory).repair()
             repairedMeanwhile.withLock { $0.append(report?.adopted.count ?? -1) }
@@ -96,6 +96,42 @@ import TestSupport
         #expect(report.adopted.isEmpty && report.forgotten.isEmpty)
         let tags = try Self.tags(directory.appendingPathComponent(row.clip).path)
         #expect(tags["spotter_node"] == "n1" && tags["spotter_generation"] == "12")
+    }
+
+    @Test("counts are written only under a lease that is still the source's newest; without a lease at once")
+    func countsAreFencedByTheLease() throws {
+        let directory = try temporaryDirectory("lease-counts")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let album = try Album(directory: directory)
+        let hour = Album.hour(of: Date())
+        func door(_ source: String) -> CountEntry { CountEntry(source: source, hour: hour, kind: "zone", name: "door", direction: "", count: 1) }
+        func gate(_ source: String) -> CountEntry { CountEntry(source: source, hour: hour, kind: "line", name: "gate", direction: "in", count: 1) }
+        let verdicts = Locked<[Bool]>([])
+        func lease(_ admitted: Bool) -> SourceLease {
+            SourceLease(node: "n1", generation: 4) { what, decided in
+                #expect(what == "counts")
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) {
+                    verdicts.withLock { $0.append(admitted) }
+                    decided(admitted)
+                }
+            }
+        }
+        let plain = CountBuffer(), held = CountBuffer(lease: lease(true)), lost = CountBuffer(lease: lease(false))
+        for (buffer, source) in [(plain, "s1"), (held, "s2"), (lost, "s3")] {
+            buffer.add(door(source))
+            buffer.add(door(source))
+            buffer.add(gate(source))
+            // Within the interval nothing is written; then everything, at once or after the verdict.
+            buffer.flush(to: album, ifOlderThan: .seconds(60))
+        }
+        #expect(try album.counts(from: hour).isEmpty)
+        for buffer in [plain, held, lost] { buffer.flush(to: album) }
+        #expect(try album.counts(source: "s1", from: hour).map(\.count).sorted() == [1, 2], "without a lease, written on return")
+        #expect(held.waitForVerdicts(seconds: 10) && lost.waitForVerdicts(seconds: 10))
+        #expect(Set(verdicts.value) == [false, true] && verdicts.value.count == 2)
+        #expect(try album.counts(source: "s2", from: hour).map { "\($0.kind) \($0.name) \($0.count)" }.sorted() == ["line gate 1", "zone door 2"])
+        #expect(try album.counts(source: "s3", from: hour).isEmpty, "refused: the lease moved on")
+        #expect(lost.refused == 3 && held.refused == 0)
     }
 
     @Test("an index made before clips said who recorded them gains the columns and keeps its rows")
