@@ -24,6 +24,9 @@ public struct NodeStatus: Codable, Sendable, Equatable {
     public var address: String
     public var cores: Int
     public var load: Double
+    /// What placement gives it sources by, in cores: its cores less the share of them other
+    /// processes on its machine use.
+    public var capacity: Double
     /// Seconds since its last heartbeat, by the database's clock.
     public var heartbeatAge: Double
     public var live: Bool
@@ -154,11 +157,13 @@ public final class ClusterStore: Sendable {
     // MARK: Nodes
 
     /// Records that `node` is alive, with its capacity.
-    public func heartbeat(node: String, address: String, cores: Int, load: Double) async throws {
+    public func heartbeat(node: String, address: String, cores: Int, load: Double, capacity: Double) async throws {
+        let capacity = max(0.01, capacity)
         try await perform("recording \(node)'s heartbeat") {
             _ = try await self.client.query("""
-                INSERT INTO nodes (name, address, cores, load) VALUES (\(node), \(address), \(max(1, cores)), \(load))
-                ON CONFLICT (name) DO UPDATE SET address = excluded.address, cores = excluded.cores, load = excluded.load, heartbeat = now()
+                INSERT INTO nodes (name, address, cores, load, capacity) VALUES (\(node), \(address), \(max(1, cores)), \(load), \(capacity))
+                ON CONFLICT (name) DO UPDATE SET address = excluded.address, cores = excluded.cores, load = excluded.load,
+                    capacity = excluded.capacity, heartbeat = now()
                 """, logger: self.logger)
         }
     }
@@ -175,14 +180,14 @@ public final class ClusterStore: Sendable {
     public func nodes(within: Double) async throws -> [NodeStatus] {
         try await perform("listing nodes") {
             let rows = try await self.client.query("""
-                SELECT n.name, n.address, n.cores, n.load, extract(epoch FROM now() - n.heartbeat)::float8,
+                SELECT n.name, n.address, n.cores, n.load, COALESCE(n.capacity, n.cores)::float8, extract(epoch FROM now() - n.heartbeat)::float8,
                        (SELECT count(*) FROM sources s WHERE s.owner = n.name AND s.lease_expires > now()), n.claims, n.takeovers
                 FROM nodes n ORDER BY n.name
                 """, logger: self.logger)
             var nodes: [NodeStatus] = []
-            for try await (name, address, cores, load, age, sources, claims, takeovers)
-                in rows.decode((String, String, Int, Double, Double, Int, Int64, Int64).self) {
-                nodes.append(NodeStatus(name: name, address: address, cores: cores, load: load, heartbeatAge: age, live: age < within,
+            for try await (name, address, cores, load, capacity, age, sources, claims, takeovers)
+                in rows.decode((String, String, Int, Double, Double, Double, Int, Int64, Int64).self) {
+                nodes.append(NodeStatus(name: name, address: address, cores: cores, load: load, capacity: capacity, heartbeatAge: age, live: age < within,
                                         sources: sources, claims: claims, takeovers: takeovers))
             }
             return nodes

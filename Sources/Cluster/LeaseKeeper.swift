@@ -37,8 +37,12 @@ public actor LeaseKeeper {
         public var leaseSeconds: Double = 5
         /// How long the node keeps its sources running without reaching the database.
         public var outageGrace: Double = 15
-        /// The node's capacity for placement: its share of sources is proportional to it.
+        /// The node's cores.
         public var cores: Int = ProcessInfo.processInfo.activeProcessorCount
+        /// The node's capacity for placement, in cores: its share of sources is proportional to
+        /// it. Default nil: its cores less the share of the machine other processes use, measured
+        /// every round and smoothed over about 30 s (``MachineLoad``), in steps of a tenth.
+        public var capacity: Double?
         /// The address other nodes and pages can reach this node's API at.
         public var address: String = ""
 
@@ -56,6 +60,11 @@ public actor LeaseKeeper {
     /// Since when the database has answered without a break.
     private var connectedSince: ContinuousClock.Instant?
     private var stopping = false
+    /// The last reading of the machine's counters, and the smoothed share other processes use.
+    private var lastReading = MachineLoad.Reading.now()
+    private var othersShare: Double?
+    /// The capacity this node reported at its last heartbeat.
+    private var capacity: Double = 1
 
     public init(node: String, store: ClusterStore, holder: any LeaseHolder, options: Options = Options(),
                 logger: Logger = Logger(label: "spotter.cluster")) {
@@ -83,9 +92,10 @@ public actor LeaseKeeper {
     func round() async {
         let began = ContinuousClock.now
         do {
-            let (store, node, options) = (store, node, options)
+            capacity = measureCapacity()
+            let (store, node, options, capacity) = (store, node, options, capacity)
             try await database("recording a heartbeat") {
-                try await store.heartbeat(node: node, address: options.address, cores: options.cores, load: Self.loadAverage())
+                try await store.heartbeat(node: node, address: options.address, cores: options.cores, load: Self.loadAverage(), capacity: capacity)
             }
             if connectedSince == nil { connectedSince = began }
             lastContact = began
@@ -147,9 +157,9 @@ public actor LeaseKeeper {
         let (store, node, seconds) = (store, node, options.leaseSeconds)
         let nodes = try await database("listing nodes") { try await store.nodes(within: seconds).filter(\.live) }
         let wanted = try await database("counting sources") { try await store.runningSourceCount() }
-        let totalCores = max(1, nodes.map(\.cores).reduce(0, +))
-        func share(_ cores: Int) -> Int { Int((Double(wanted) * Double(cores) / Double(totalCores)).rounded(.up)) }
-        let mine = share(options.cores)
+        let total = max(0.01, nodes.map(\.capacity).reduce(0, +))
+        func share(_ capacity: Double) -> Int { Int((Double(wanted) * capacity / total).rounded(.up)) }
+        let mine = share(nodes.first { $0.name == node }?.capacity ?? capacity)
         if leases.count < mine {
             let count = mine - leases.count
             let claimed = try await database("claiming sources") { try await store.claim(node: node, count: count, seconds: seconds) }
@@ -159,7 +169,7 @@ public actor LeaseKeeper {
                 await begin(lease)
             }
         } else if leases.count > mine {
-            let room = nodes.filter { $0.name != node }.map { max(0, share($0.cores) - $0.sources) }.reduce(0, +)
+            let room = nodes.filter { $0.name != node }.map { max(0, share($0.capacity) - $0.sources) }.reduce(0, +)
             for lease in held.suffix(min(room, leases.count - mine)) {
                 logger.info("cluster: handing source \(lease.sourceID) over (this node holds more than its share)")
                 leases[lease.sourceID] = nil
@@ -186,6 +196,21 @@ public actor LeaseKeeper {
             do { try await store.release(node: node, lease: lease) } catch { logger.warning("cluster: \(error)") }
         }
         do { try await store.leave(node: node) } catch { logger.warning("cluster: \(error)") }
+    }
+
+    /// This node's capacity in cores (``Options/capacity``): its cores less the smoothed share of
+    /// the machine other processes used since the last round (measured once a round).
+    private func measureCapacity() -> Double {
+        if let fixed = options.capacity { return fixed }
+        if let now = MachineLoad.Reading.now() {
+            if let last = lastReading, let share = now.othersShare(since: last) {
+                let weight = min(1, options.leaseSeconds / 3 / 30)
+                othersShare = othersShare.map { $0 + weight * (share - $0) } ?? share
+            }
+            lastReading = now
+        }
+        let others = ((othersShare ?? 0) * 10).rounded() / 10
+        return Double(options.cores) * max(0.1, 1 - others)
     }
 
     /// The one-minute load average divided by the cores (0 where /proc is missing).

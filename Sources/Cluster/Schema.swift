@@ -1,7 +1,7 @@
 /// The cluster's tables, as numbered migrations applied in order. A migration, once released,
 /// never changes: a change is a new migration at the end.
 ///
-/// - `nodes`: one row per node, its capacity and last heartbeat (database time).
+/// - `nodes`: one row per node, its cores, capacity (in cores) and last heartbeat (database time).
 /// - `sources`: every source of the cluster, its settings and desired state, and its lease: the
 ///   owner, the generation (raised by every claim) and the expiry (database time).
 /// - `events`: the outbox. `tx` is the writing transaction's id; readers follow ``OutboxCursor``'s rule.
@@ -54,6 +54,10 @@ enum Schema {
             BEGIN PERFORM pg_notify('\(eventsChannel)', ''); RETURN NULL; END $$
             """,
             "CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION spotter_events_notify()",
+        ],
+        // 2: each node's capacity for placement, in cores (its cores less what other processes use); NULL: its cores.
+        [
+            "ALTER TABLE nodes ADD COLUMN capacity double precision CHECK (capacity > 0)",
         ],
     ]
 

@@ -593,6 +593,8 @@ struct Routes: Sendable {
         let series: [(String, String, String, String)] = [
             ("spotter_cluster_nodes_live", "Nodes whose heartbeat is younger than a lease.", "gauge", "\(nodes.filter(\.live).count)"),
             ("spotter_cluster_leases", "Sources this node holds an unexpired lease on.", "gauge", "\(me?.sources ?? 0)"),
+            ("spotter_cluster_capacity_cores", "This node's capacity for placement: its cores less what other processes use.", "gauge",
+             String(format: "%.1f", me?.capacity ?? 0)),
             ("spotter_cluster_claims_total", "Leases this node has claimed.", "counter", "\(me?.claims ?? 0)"),
             ("spotter_cluster_takeovers_total", "Leases this node took over from another node (failovers).", "counter", "\(me?.takeovers ?? 0)"),
         ]

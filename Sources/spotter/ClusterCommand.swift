@@ -61,7 +61,7 @@ struct ClusterCommand: AsyncParsableCommand {
             print("nodes (\(answer.nodes.filter(\.live).count) live of \(answer.nodes.count)):")
             for node in answer.nodes {
                 print("  \(node.name)  \(node.live ? "live" : "silent")  heartbeat \(String(format: "%.1f", node.heartbeatAge)) s ago  "
-                      + "\(node.sources) sources  \(node.cores) cores  load \(String(format: "%.2f", node.load))  "
+                      + "\(node.sources) sources  \(node.cores) cores (capacity \(String(format: "%.1f", node.capacity)))  load \(String(format: "%.2f", node.load))  "
                       + "claims \(node.claims) (takeovers \(node.takeovers))  \(node.address)")
             }
             print("sources (\(answer.sources.count)):")

@@ -164,6 +164,29 @@ struct LeaseTests {
         #expect(board.overlaps.withLock { $0 }.filter { !$0.hasSuffix(" n\(victim + 1)") && !$0.contains("on n\(victim + 1) ") }.isEmpty)
     }
 
+    @Test("placement gives each node sources in proportion to its capacity (cores less what other processes use)")
+    func placementFollowsCapacity() async throws {
+        let cluster = try await TestCluster(nodes: 2)
+        defer { cluster.stop() }
+        let board = RecordingHolder.Board()
+        for _ in 0..<5 { _ = try await cluster.store.addSource(settings: settings) }
+        let keepers = zip(["busy", "free"], [0.5, 2.0]).enumerated().map { index, node in
+            var options = LeaseKeeper.Options()
+            options.leaseSeconds = 2
+            options.capacity = node.1
+            return LeaseKeeper(node: node.0, store: cluster.nodes[index].store, holder: RecordingHolder(node: node.0, board: board), options: options,
+                               logger: quiet)
+        }
+        let runs = keepers.map { keeper in Task { await keeper.run() } }
+        defer { runs.forEach { $0.cancel() } }
+        // Shares of 5 by 0.5 : 2.0, rounded up: 1 and 4.
+        #expect(try await waitUntil(seconds: 30) { board.count(on: "busy") == 1 && board.count(on: "free") == 4 },
+                "busy \(board.count(on: "busy")), free \(board.count(on: "free"))")
+        let capacities = try await cluster.store.nodes(within: 10).map { "\($0.name) \($0.capacity)" }
+        #expect(capacities == ["busy 0.5", "free 2.0"])
+        #expect(board.overlaps.withLock { $0 }.isEmpty)
+    }
+
     @Test("a node that was paused stops what it lost at its first round after waking, and writes nothing under old generations")
     func pausedNodeIsFenced() async throws {
         let cluster = try await TestCluster(nodes: 2)
