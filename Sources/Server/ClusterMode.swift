@@ -34,7 +34,7 @@ struct HubHolder: LeaseHolder {
         if lease.generation > 1 {
             // Taken over (or moved): the clip a killed owner had open has no index row; it is
             // indexed as incomplete now (clips running recorders hold stay locked and are skipped).
-            let repaired = try hub.album.repair()
+            let repaired = try await offCooperativeThreads { [hub] in try hub.album.repair() }
             if !repaired.adopted.isEmpty { logger.info("cluster: indexed \(repaired.adopted.count) clips left open by another node") }
         }
         outbox.hold(lease)
@@ -144,7 +144,8 @@ struct ClusterRun {
             try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
             guard !Task.isCancelled else { return }
             do {
-                let repaired = try hub.album.repair()
+                // Blocking I/O (a folder listing, the index, decoding orphans): off the cooperative threads.
+                let repaired = try await offCooperativeThreads { [hub] in try hub.album.repair() }
                 if !repaired.adopted.isEmpty || !repaired.removed.isEmpty {
                     logger.info("cluster: album repair indexed \(repaired.adopted.count) clips without a row, removed \(repaired.removed.count) unreadable")
                 }
