@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "Cluster", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
-            "Cluster", "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", .product(name: "Hummingbird", package: "hummingbird"),
+            "Cluster", "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", "ModelStore", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "DetectionTests", dependencies: ["Detection", "Imaging", "Media", "Inference", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: [
-            "Server", "Pipeline", "Detection", "Media", "Imaging", "TestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+            "Server", "Pipeline", "Detection", "Media", "Imaging", "ModelStore", "TestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "RectanglesTests", dependencies: ["Rectangles", "Imaging", "Media", "TestSupport"]),
         .testTarget(name: "FacesTests", dependencies: ["Faces", "Detection", "Imaging", "Media", "Inference", "TestSupport"]),

@@ -3,8 +3,9 @@
 
 1. Sources per machine: N live sources, each the shared 768x432 10 fps video looped at real-time
    pace (as a camera delivers it), detecting every class, not recording. N grows until a source
-   drops a frame or falls under 9.5 fps over the measured window; the largest N with every frame
-   detected is the figure (the issue's goal: 16 on 2 cores).
+   drops a frame or falls under 9.5 fps over the measured window (N steps by 1 to 8, then by 4, and
+   by 1 again between the last count that held and the first that did not); the largest N with
+   every frame detected is the figure (the issue's goal: 16 on 2 cores).
 2. Viewers are cheap: one source watched by 1, then 20 viewers, each reading the source's live
    stream (every frame's detections and JPEG) as the live page does; the server's CPU time per
    second in both.
@@ -143,6 +144,7 @@ def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
     best = 0
     steps = [8, 16, 32, 48, 64, 80, 96, 112, 128] if motion else None
     n = steps.pop(0) if motion else 1
+    refine = not motion
     while n <= largest:
         def spec(i):
             spec = {"input": videos[i % len(videos)], "realtime": True, "loop": True, "record": False, "classes": []}
@@ -179,8 +181,15 @@ def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
         print(f"  {n:3d} sources: {fps:5.2f} fps each, {dropped:4d} dropped, inference {inference:5.1f} ms, {skipped:4.0%} skipped  "
               f"{'ok' if ok else 'over capacity'}", flush=True)
         if not ok:
+            if refine and n - best > 1:
+                # the steps above 8 are 4 apart: try the counts between the last that held and this one
+                n, refine = best + 1, False
+                continue
             break
         best = n
+        if not refine:
+            n += 1
+            continue
         if motion:
             if not steps:
                 break

@@ -5,6 +5,8 @@ throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 1
   spread      three nodes, one database, one album folder; six looping file sources (copies of one
               video, recording) added through node 1's API all run within 25 s, on all three nodes;
               `spotter cluster status` shows what psql reads
+  relay       node 2's live stream of a source node 1 runs carries that source's frames (JPEGs
+              OpenCV decodes) and detections
   outage      PostgreSQL stopped (immediate shutdown) for 5 s and started again: no source moves
               or stops, every lease keeps its generation
   failover    kill -9 of the node with the most sources: within 15 s every source runs on the
@@ -34,6 +36,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+
+import cv2
+import numpy as np
 
 from checklib import MODEL, SHARED, check, free_port, summary, wait_until
 
@@ -116,6 +121,25 @@ class EventStream:
                         self.clips.append(os.path.basename(clip.get("path") or clip.get("url") or ""))
         except Exception:
             pass
+
+
+def read_live(port, source, seconds):
+    """The detection events (and their JPEGs) `GET /api/v1/live?sources=SOURCE` sends within `seconds`."""
+    events = []
+    deadline = time.time() + seconds
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/live?sources={source}&types=detection", timeout=5) as stream:
+            while time.time() < deadline:
+                line = stream.readline()
+                if not line:
+                    break
+                event = json.loads(line)
+                jpeg = stream.read(event["jpeg_bytes"]) if "jpeg_bytes" in event else None
+                if event.get("type") == "detection":
+                    events.append((event, jpeg))
+    except (OSError, ValueError) as error:
+        events.append(({"error": str(error)}, None))
+    return events
 
 
 def clip_name(body):
@@ -221,6 +245,17 @@ def main():
         check("a database that does not answer is one line of error (exit 1, no password shown)",
               unreachable.returncode != 0 and "database" in message and "secret" not in message and len(message.splitlines()) <= 2,
               (unreachable.returncode, message))
+
+        # live view relayed: node 2's live stream of a source node 1 runs carries its frames
+        remote = next((i for i, (owner, _) in before.items() if owner == "n1"), None)
+        relayed = read_live(nodes[1].port, remote, seconds=8) if remote else []
+        pictures = [cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR) for _, jpeg in relayed if jpeg]
+        numbers = [event.get("frame") for event, jpeg in relayed if jpeg]
+        check(f"n2's live stream (GET /api/v1/live?sources={remote}) relays the frames of {remote}, which n1 runs: "
+              "detections with JPEGs OpenCV decodes at the video's 480x270, frame numbers rising",
+              len(pictures) >= 20 and all(p is not None and p.shape[:2] == (270, 480) for p in pictures)
+              and numbers == sorted(numbers) and all(event.get("source") == remote for event, _ in relayed),
+              (remote, len(relayed), [event for event, _ in relayed[:3]], [None if p is None else p.shape for p in pictures[:3]]))
 
         # PostgreSQL down for about 5 s: nothing moves, nothing stops
         running_before = {node.name: node.running() for node in nodes}

@@ -157,9 +157,11 @@ public actor LeaseKeeper {
         let (store, node, seconds) = (store, node, options.leaseSeconds)
         let nodes = try await database("listing nodes") { try await store.nodes(within: seconds).filter(\.live) }
         let wanted = try await database("counting sources") { try await store.runningSourceCount() }
-        let total = max(0.01, nodes.map(\.capacity).reduce(0, +))
-        func share(_ capacity: Double) -> Int { Int((Double(wanted) * capacity / total).rounded(.up)) }
-        let mine = share(nodes.first { $0.name == node }?.capacity ?? capacity)
+        var capacities = nodes.map { ($0.name, $0.capacity) }
+        if !capacities.contains(where: { $0.0 == node }) { capacities.append((node, capacity)) }
+        let shares = Self.shares(of: wanted, capacities: capacities)
+        func share(_ name: String) -> Int { shares[name] ?? 0 }
+        let mine = share(node)
         if leases.count < mine {
             let count = mine - leases.count
             let claimed = try await database("claiming sources") { try await store.claim(node: node, count: count, seconds: seconds) }
@@ -169,7 +171,7 @@ public actor LeaseKeeper {
                 await begin(lease)
             }
         } else if leases.count > mine {
-            let room = nodes.filter { $0.name != node }.map { max(0, share($0.capacity) - $0.sources) }.reduce(0, +)
+            let room = nodes.filter { $0.name != node }.map { max(0, share($0.name) - $0.sources) }.reduce(0, +)
             for lease in held.suffix(min(room, leases.count - mine)) {
                 logger.info("cluster: handing source \(lease.sourceID) over (this node holds more than its share)")
                 leases[lease.sourceID] = nil
@@ -177,6 +179,29 @@ public actor LeaseKeeper {
                 try await store.release(node: node, lease: lease)
             }
         }
+    }
+
+    /// Splits `count` sources over nodes in proportion to their capacities (largest remainders,
+    /// ties to the first name), so the shares add up to `count` and every node computes the same
+    /// split from the same rows; while there are as many sources as nodes, each node gets at least
+    /// one (taken from the largest share): a node that looks busy (nodes sharing a machine count
+    /// each other's work) still takes part.
+    public static func shares(of count: Int, capacities: [(name: String, capacity: Double)]) -> [String: Int] {
+        let nodes = capacities.sorted { $0.name < $1.name }
+        guard !nodes.isEmpty, count > 0 else { return Dictionary(nodes.map { ($0.name, 0) }, uniquingKeysWith: { a, _ in a }) }
+        let total = nodes.map { max(0, $0.capacity) }.reduce(0, +)
+        let quotas = nodes.map { total > 0 ? Double(count) * max(0, $0.capacity) / total : Double(count) / Double(nodes.count) }
+        var shares = quotas.map { Int($0.rounded(.down)) }
+        let byRemainder = quotas.indices.sorted { (quotas[$0] - Double(shares[$0]), -$0) > (quotas[$1] - Double(shares[$1]), -$1) }
+        for index in byRemainder.prefix(count - shares.reduce(0, +)) { shares[index] += 1 }
+        if count >= nodes.count {
+            for index in shares.indices where shares[index] == 0 {
+                let largest = shares.indices.max { (shares[$0], -$0) < (shares[$1], -$1) }!
+                shares[largest] -= 1
+                shares[index] = 1
+            }
+        }
+        return Dictionary(zip(nodes.map(\.name), shares), uniquingKeysWith: { a, _ in a })
     }
 
     /// Runs one database call of a round with a time limit of half a lease, so a round that waits

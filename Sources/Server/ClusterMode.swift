@@ -109,6 +109,8 @@ struct ClusterRun {
     let outbox: EventOutbox
     let settings: ClusterSettings
     let hub: SourceHub
+    /// The token this node's API takes, which every node of the cluster shares (for ``LiveRelay``).
+    let token: String?
     let logger: Logger
 
     func run() async throws {
@@ -124,7 +126,10 @@ struct ClusterRun {
         logger.info("cluster: node \(settings.node) on \(store.url)")
         let rounds = Task { await keeper.run() }
         let repairs = Task.detached { await repairEvery(Self.repairSeconds) }
+        let live = LiveRelay(hub: hub.events, store: store, node: settings.node, token: token, leaseSeconds: settings.lease.leaseSeconds, logger: logger)
+        let relays = Task { await live.run() }
         try? await gracefulShutdown()
+        relays.cancel()
         repairs.cancel()
         rounds.cancel()
         await keeper.shutdown()

@@ -98,6 +98,31 @@ final class EventHub: Sendable {
         publish(type, source: source, json: json, frame: nil, jpeg: nil, relayed: true)
     }
 
+    /// Sends a live-stream event of a source another node runs (``LiveRelay``): its JSON object,
+    /// and for a frame the frame's JPEG, to this node's live-stream subscribers only.
+    func publishRelayedLive(_ type: String, source: String, json: Data, frame: Int?, jpeg: ByteBuffer?) {
+        publish(type, source: source, json: json, frame: frame, jpeg: jpeg.map { picture in { picture } }, relayed: true, liveOnly: true)
+    }
+
+    /// Which sources this node's live-stream subscribers (those taking other nodes' events) want.
+    enum LiveWanted: Equatable {
+        case none
+        case all
+        case some(Set<String>)
+    }
+
+    /// Which sources this node's live-stream subscribers want, for ``LiveRelay``.
+    var liveWanted: LiveWanted {
+        state.withLock { state in
+            var wanted: Set<String> = []
+            for subscriber in state.subscribers.values where subscriber.format == .live && subscriber.relayed {
+                guard let sources = subscriber.sources else { return .all }
+                wanted.formUnion(sources)
+            }
+            return wanted.isEmpty ? .none : .some(wanted)
+        }
+    }
+
     /// Sends `{"type": type, ...object}` to every subscriber that wants it. `frame` names the frame a
     /// detection belongs to; live-stream subscribers get its JPEG from `jpeg`, asked at most once.
     func publish(_ type: String, source: String? = nil, _ object: [String: Any], frame: Int? = nil, jpeg: (() -> ByteBuffer?)? = nil) {
@@ -124,9 +149,12 @@ final class EventHub: Sendable {
     }
 
     /// Sends the JSON object `data` (with its `type` and `source`) to every subscriber that wants it.
-    private func publish(_ type: String, source: String?, json data: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?, relayed: Bool = false) {
+    private func publish(_ type: String, source: String?, json data: Data, frame: Int?, jpeg: (() -> ByteBuffer?)?, relayed: Bool = false,
+                         liveOnly: Bool = false) {
         if !relayed && !Self.localOnly.contains(type), let outbox = outbox.withLock({ $0 }) { outbox(type, source, data) }
-        let all = state.withLock { $0.subscribers.values.filter { $0.wants(type: type, source: source, relayed: relayed) } }
+        let all = state.withLock {
+            $0.subscribers.values.filter { (!liveOnly || $0.format == .live) && $0.wants(type: type, source: source, relayed: relayed) }
+        }
         guard !all.isEmpty else { return }
         var serverSent: Message?
         var live: Message?
@@ -199,11 +227,11 @@ final class EventHub: Sendable {
     }
 
     /// `GET /api/v1/events?source=ID&types=a,b` (Server-Sent Events) or `GET /api/v1/live?sources=a,b&types=a,b`
-    /// (the live stream): the events as they happen (in a cluster, also those of the sources other
-    /// nodes run, relayed from the outbox), a keep-alive every 15 s so that proxies keep the
+    /// (the live stream): the events as they happen (in a cluster, unless `relayed` is false, also
+    /// those of the sources other nodes run, relayed from the outbox and by ``LiveRelay``), a keep-alive every 15 s so that proxies keep the
     /// connection open, ending at shutdown.
-    func response(sources: Set<String>?, types: Set<String>?, format: Format) -> Response {
-        let (stream, subscriber) = add(sources: sources, types: types, format: format, relayed: true)
+    func response(sources: Set<String>?, types: Set<String>?, format: Format, relayed: Bool = true) -> Response {
+        let (stream, subscriber) = add(sources: sources, types: types, format: format, relayed: relayed)
         let headers: HTTPFields = [
             .contentType: format == .live ? Self.liveContentType : "text/event-stream", .cacheControl: "no-cache",
             .init("X-Accel-Buffering")!: "no",

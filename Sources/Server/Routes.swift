@@ -111,7 +111,8 @@ struct Routes: Sendable {
             let query = request.uri.queryParameters
             let list = { (name: String) in query[name[...]].map { Set($0.split(separator: ",").map(String.init)) } }
             try? await EventHub.keepLiveBuffersShort(context.channel)
-            return sources.events.response(sources: list("sources"), types: list("types"), format: .live)
+            // `local=1`: only this node's own sources (another node's relay asks so; relays never chain).
+            return sources.events.response(sources: list("sources"), types: list("types"), format: .live, relayed: query["local"] != "1")
         }
         router.get("/api/v1/sources") { _, _ in
             if let cluster { return jsonResponse(["sources": try await clusterSources(cluster).map { $0.object }]) }

@@ -1,0 +1,127 @@
+internal import CCurl
+import Foundation
+
+/// Reads a long-lived HTTP(S) response as it arrives (another cluster node's live stream, say):
+/// each piece of the body goes to a closure the moment libcurl has it, and nothing is kept.
+///
+/// ```swift
+/// try HTTPStream.get("http://cams-2:8080/api/v1/live?sources=s3", options: .init(headers: ["Authorization: Bearer \(token)"]),
+///                    keepGoing: { !stopped.value }) { bytes in parser.feed(bytes) }
+/// ```
+public enum HTTPStream {
+    public struct Options: Sendable {
+        /// Seconds to wait for the connection. Default 5.
+        public var connectTimeout: Double = 5
+        /// Seconds without a byte after which the stream is given up. Default 30.
+        public var stallTimeout: Double = 30
+        /// Request header lines (`Name: value`).
+        public var headers: [String] = []
+
+        public init(connectTimeout: Double = 5, stallTimeout: Double = 30, headers: [String] = []) {
+            self.connectTimeout = connectTimeout
+            self.stallTimeout = stallTimeout
+            self.headers = headers
+        }
+    }
+
+    /// Sends `GET url` (http or https, no redirects) and hands each piece of a successful (2xx)
+    /// response's body to `received`. Returns when the response ends, when `received` returns
+    /// false, or when `keepGoing` (asked about once a second, also while nothing arrives) returns false.
+    ///
+    /// - Throws: ``StoreError/httpStatus(url:status:)`` for any other status (its body unread),
+    ///   ``StoreError/stalled(url:seconds:received:)``, ``StoreError/network(url:reason:)``.
+    public static func get(_ url: String, options: Options = .init(), keepGoing: @escaping () -> Bool,
+                           received: @escaping (UnsafeRawBufferPointer) -> Bool) throws {
+        let state = StreamState(keepGoing: keepGoing, received: received, stallTimeout: options.stallTimeout)
+        let handle = try CurlHandle()
+        let curl = handle.pointer
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
+            _ = spotter_curl_set_string(curl, CURLOPT_URL, url)
+            _ = spotter_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
+            _ = spotter_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
+            _ = spotter_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
+            _ = spotter_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout * 1000)))
+            _ = spotter_curl_set_string(curl, CURLOPT_USERAGENT, "spotter/0.1 (+libcurl)")
+            _ = spotter_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errors.baseAddress)
+            handle.setHeaders(options.headers)
+            let context = Unmanaged.passUnretained(state).toOpaque()
+            _ = spotter_curl_set_pointer(curl, CURLOPT_WRITEDATA, context)
+            _ = spotter_curl_set_data_callback(curl, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                let state = Unmanaged<StreamState>.fromOpaque(context!).takeUnretainedValue()
+                return state.body(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+            }
+            _ = spotter_curl_set_long(curl, CURLOPT_NOPROGRESS, 0)
+            _ = spotter_curl_set_pointer(curl, CURLOPT_XFERINFODATA, context)
+            _ = spotter_curl_set_progress_callback(curl) { context, _, _, _, _ in
+                Unmanaged<StreamState>.fromOpaque(context!).takeUnretainedValue().tick() ? 0 : 1
+            }
+            state.handle = curl
+            return curl_easy_perform(curl)
+        }
+        if state.status == 0 {
+            var status = 0
+            _ = spotter_curl_get_long(curl, CURLINFO_RESPONSE_CODE, &status)
+            state.status = status
+        }
+        if state.stalled { throw StoreError.stalled(url: url, seconds: options.stallTimeout, received: state.count) }
+        if state.status != 0, !(200..<300).contains(state.status) { throw StoreError.httpStatus(url: url, status: state.status) }
+        // Stopped by the caller (`received` or `keepGoing`): an ending, not a failure.
+        if state.stopped { return }
+        guard code == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw StoreError.network(url: url, reason: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+        }
+        guard (200..<300).contains(state.status) else { throw StoreError.httpStatus(url: url, status: state.status) }
+    }
+}
+
+/// What the libcurl callbacks of one ``HTTPStream/get(_:options:keepGoing:received:)`` share
+/// (through an unmanaged pointer, for the duration of one `curl_easy_perform`).
+private final class StreamState {
+    let keepGoing: () -> Bool
+    let received: (UnsafeRawBufferPointer) -> Bool
+    let stallTimeout: Double
+    var handle: UnsafeMutableRawPointer?
+    var status = 0
+    var count = 0
+    var stopped = false
+    var stalled = false
+    var lastByte = Date()
+
+    init(keepGoing: @escaping () -> Bool, received: @escaping (UnsafeRawBufferPointer) -> Bool, stallTimeout: Double) {
+        self.keepGoing = keepGoing
+        self.received = received
+        self.stallTimeout = stallTimeout
+    }
+
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastByte = Date()
+        if status == 0, let handle {
+            var code = 0
+            _ = spotter_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &code)
+            status = code
+        }
+        // Another status's body (an error page) is not read.
+        guard (200..<300).contains(status) else { return false }
+        count += bytes.count
+        guard received(bytes) else {
+            stopped = true
+            return false
+        }
+        return true
+    }
+
+    /// Called by libcurl at least once a second; false aborts.
+    func tick() -> Bool {
+        guard keepGoing() else {
+            stopped = true
+            return false
+        }
+        guard Date().timeIntervalSince(lastByte) < stallTimeout else {
+            stalled = true
+            return false
+        }
+        return true
+    }
+}
