@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "ModelStore", dependencies: ["CCurl", "CZlib", "TFLiteFormat", .product(name: "Crypto", package: "swift-crypto")]),
         // Several `spotter serve` nodes as one: sources leased to nodes with fencing, the event
         // outbox, on PostgreSQL (postgres-nio).
-        .target(name: "Cluster", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Cluster", dependencies: ["Pipeline", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log")]),
         // `spotter serve`: pages, the JSON API, clip files with byte ranges, detection endpoints (Hummingbird 2).
         .target(name: "Server", dependencies: [
             "Cluster", "Detection", "Pipeline", "Media", "Imaging", "Rectangles", "Tracking", "ModelStore", .product(name: "Hummingbird", package: "hummingbird"),
@@ -117,7 +117,7 @@ let package = Package(
         .testTarget(name: "FacesTests", dependencies: ["Faces", "Detection", "Imaging", "Media", "Inference", "TestSupport"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Detection", "Media", "Imaging", "TestSupport"]),
         .testTarget(name: "TrackingTests", dependencies: ["Tracking", "Imaging", "TestSupport"]),
-        .testTarget(name: "ClusterTests", dependencies: ["Cluster", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "Pipeline", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EvaluationTests", dependencies: ["Evaluation"], exclude: ["Fixtures"]),
     ]
 )

@@ -67,6 +67,16 @@ UPDATE sources SET lease_expires = now() + interval '1 hour' WHERE owner = 'benc
 SELECT name, cores, heartbeat FROM nodes;
 SELECT count(*) FROM sources WHERE desired = 'running';
 """, clients=4)
+    # clip rows (the shared album's index), written as a node writes them: fenced by the lease in the same statement
+    body = int(float(database.rows("SELECT coalesce(avg(length(body)), 600) FROM clips")[0]))
+    clip_inserts = pgbench(database, work, "clips", f"""\\set s random(1, {cameras})
+INSERT INTO clips (clip, source, labels, created_at, incomplete, source_id, node, generation, body)
+SELECT 'clips/' || gen_random_uuid()::text || '.mp4', 'rtsp://cam/' || :s, 'person', now()::text, false, 'bench-' || :s, 'bench-node-' || (:s % {nodes}), 1,
+       repeat('x', {body})
+WHERE EXISTS (SELECT 1 FROM sources WHERE id = 'bench-' || :s AND generation = 1 AND owner = 'bench-node-' || (:s % {nodes}) FOR SHARE);
+""", clients=8)
+    database.rows("ANALYZE clips")
+    clip_rows, clip_size = (int(v) for v in database.rows("SELECT count(*), pg_total_relation_size('clips') FROM clips")[0].split("|"))
     database.rows("ANALYZE events")  # as autovacuum would after tens of thousands of inserts
     rows, size = (int(v) for v in database.rows("SELECT count(*), pg_total_relation_size('events') FROM events")[0].split("|"))
     need_inserts = load["events"] / load["cameras"] * cameras
@@ -79,16 +89,21 @@ WHERE (e.tx, e.id) > ('{tx}'::xid8, {row}) AND e.tx < pg_snapshot_xmin(pg_curren
 """, clients=4)
     need_rounds = nodes * 3 / lease_seconds
     need_reads = nodes * (min(reads_per_second, need_inserts) + 1 / poll_seconds)
-    share = need_inserts / inserts + need_rounds / rounds + need_reads / reads
+    need_clips = load["clips"] / load["cameras"] * cameras
+    share = need_inserts / inserts + need_rounds / rounds + need_reads / reads + need_clips / clip_inserts
     print(f"capacity (pgbench on this machine, fsync on, its 2 cores shared with pgbench): {inserts:.0f} fenced outbox inserts/s, "
-          f"{rounds:.0f} lease rounds/s (heartbeat, renew of a node's {per_node} leases, nodes, count), {reads:.0f} outbox reads/s of {per_read} rows", flush=True)
+          f"{rounds:.0f} lease rounds/s (heartbeat, renew of a node's {per_node} leases, nodes, count), {reads:.0f} outbox reads/s of {per_read} rows, "
+          f"{clip_inserts:.0f} fenced clip rows/s", flush=True)
     print(f"{cameras} cameras on {nodes} nodes of {per_node}: {need_inserts:.0f} outbox rows/s (one NOTIFY each), {need_rounds:.0f} lease rounds/s, "
-          f"{need_reads:.0f} outbox reads/s: {share * 100:.0f}% of this PostgreSQL", flush=True)
+          f"{need_reads:.0f} outbox reads/s, {need_clips:.1f} clip rows/s: {share * 100:.0f}% of this PostgreSQL", flush=True)
     if load["clips"] > 0:
         per_clip = load["events"] / load["clips"]
         row_bytes = size / max(rows, 1)
         print(f"outbox per million clips: {per_clip:.1f} events per clip here, {per_clip * row_bytes / 1e3:.2f} GB at {row_bytes:.0f} bytes "
-              f"per row on disk with its index ({rows} rows measured; clip rows are in the album's SQLite index, not yet in PostgreSQL)", flush=True)
+              f"per row on disk with its index ({rows} rows measured)", flush=True)
+    clip_bytes = clip_size / max(clip_rows, 1)
+    print(f"album index per million clips: {clip_bytes * 1e6 / 1e9:.2f} GB at {clip_bytes:.0f} bytes per row on disk with its indexes "
+          f"({clip_rows} rows of {body}-byte entries measured)", flush=True)
 
 
 def main():

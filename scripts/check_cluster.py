@@ -19,7 +19,8 @@ throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 1
               every clip the index holds as complete plays (ffprobe) and has its clip_finished in
               the outbox; every row names its source, node and lease generation, and the clips the
               paused node finished after losing their sources were refused their rows (fenced) and
-              indexed as incomplete; a fresh node lists every clip file once
+              indexed as incomplete; the rows are in PostgreSQL (no SQLite index in the folder); a
+              fresh node lists every clip file once
 
 Usage: check_cluster.py SPOTTER_BINARY
 Prints one line per check and `N passed, M failed`.
@@ -29,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -348,14 +348,18 @@ def main():
         check("after they stop no lease is held and only the killed node is listed",
               database.rows("SELECT count(*) FROM sources WHERE owner IS NOT NULL AND lease_expires > now()") == ["0"]
               and database.rows("SELECT name FROM nodes") == [victim.name], database.rows("SELECT id, owner, lease_expires FROM sources"))
-        index = os.path.join(album, "index.sqlite")
-        clips = [row[0] for row in sqlite3.connect(index).execute("SELECT clip FROM clips WHERE incomplete = 0")] if os.path.exists(index) else []
+        # The shared album's index is in PostgreSQL (read here with psql); the album folder has no SQLite index.
+        check("the album's rows are in PostgreSQL: the shared album folder has no SQLite index",
+              not os.path.exists(os.path.join(album, "index.sqlite")), os.listdir(album))
+        clips = database.rows("SELECT clip FROM clips WHERE NOT incomplete")
+        size = database.rows("SELECT pg_total_relation_size('clips'), count(*) FROM clips")[0].split("|")
+        print(f"info  clips table: {size[1]} rows, {int(size[0]) // max(1, int(size[1]))} bytes per row on disk with its indexes", flush=True)
         playable = [c for c in clips if subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets",
                                                         "-of", "csv=p=0", os.path.join(album, c)], capture_output=True, text=True).stdout.strip() not in ("", "0")]
         check("the shared album holds clips from the nodes, and every complete one plays (ffprobe)", clips and playable == clips, (clips, playable))
         announced = {clip_name(body) for body in database.rows("SELECT body FROM events WHERE type = 'clip_finished'")}
-        rows = list(sqlite3.connect(index).execute("SELECT clip, source_id, node, generation, created_at, incomplete FROM clips")) \
-            if os.path.exists(index) else []
+        rows = [(clip, source, node, int(generation) if generation else None, created, incomplete == "t") for clip, source, node, generation, created, incomplete
+                in (line.split("|") for line in database.rows("SELECT clip, source_id, node, generation, created_at, incomplete FROM clips"))]
         complete = [row for row in rows if not row[5]]
         unannounced = [row[:5] for row in complete if os.path.basename(row[0]) not in announced]
         print(f"info  {len(complete)} complete clips, {len(complete) - len(unannounced)} announced through the outbox", flush=True)

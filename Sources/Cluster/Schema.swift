@@ -5,6 +5,7 @@
 /// - `sources`: every source of the cluster, its settings and desired state, and its lease: the
 ///   owner, the generation (raised by every claim) and the expiry (database time).
 /// - `events`: the outbox. `tx` is the writing transaction's id; readers follow ``OutboxCursor``'s rule.
+/// - `clips`, `counts`: the shared album's index (``ClusterAlbumIndex``).
 enum Schema {
     /// Each migration's statements (one statement each: the extended protocol takes one at a time).
     static let migrations: [[String]] = [
@@ -58,6 +59,36 @@ enum Schema {
         // 2: each node's capacity for placement, in cores (its cores less what other processes use); NULL: its cores.
         [
             "ALTER TABLE nodes ADD COLUMN capacity double precision CHECK (capacity > 0)",
+        ],
+        // 3: the shared album's index (``ClusterAlbumIndex``): a row per clip (its whole entry as
+        // JSON in `body`, and the columns queries filter on), and the hourly zone and line counts.
+        [
+            """
+            CREATE TABLE clips (
+                id bigserial PRIMARY KEY,
+                clip text NOT NULL UNIQUE,
+                source text NOT NULL,
+                labels text NOT NULL,
+                created_at text NOT NULL,
+                incomplete boolean NOT NULL,
+                source_id text,
+                node text,
+                generation bigint,
+                body text NOT NULL
+            )
+            """,
+            "CREATE INDEX clips_by_source ON clips (source, id)",
+            """
+            CREATE TABLE counts (
+                source text NOT NULL,
+                hour text NOT NULL,
+                kind text NOT NULL,
+                name text NOT NULL,
+                direction text NOT NULL,
+                count bigint NOT NULL,
+                PRIMARY KEY (source, hour, kind, name, direction)
+            )
+            """,
         ],
     ]
 

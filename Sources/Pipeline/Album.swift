@@ -194,9 +194,13 @@ public enum AlbumError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotReserveClip(path: String, reason: String)
     /// A clip's file could not be removed; its row is kept, so the album still lists it.
     case cannotDelete(path: String, reason: String)
+    /// A complete clip's row was refused: the lease it was recorded under (its `source_id`,
+    /// `node`, `generation`) is no longer its source's newest (``AlbumIndex/insert(_:)``).
+    case rowRefused(clip: String, reason: String)
 
     public var description: String {
         switch self {
+        case .rowRefused(let clip, let reason): return "the row of \(clip) was refused: \(reason)"
         case .cannotDelete(let path, let reason): return "cannot delete \(path): \(reason); the clip stays in the album"
         case .cannotCreate(let path, let reason): return "cannot create the album folder \(path): \(reason)"
         case .notAnAlbum(let path, let reason): return "\(path) is not a usable album: \(reason)"
@@ -282,21 +286,39 @@ public struct IndexRecovery: Sendable, Equatable {
 /// serializes database access; a reservation belongs to one writer).
 public final class Album: Sendable {
     public let directory: URL
-    /// GRDB's queue or pool, which serializes access.
-    private let database: any DatabaseReader & DatabaseWriter
+    /// Where the clip rows and counts are: the SQLite index below, or a database nodes share.
+    public let index: any AlbumIndex
+    /// The album's own SQLite index (GRDB's queue or pool, which serializes access); nil when the
+    /// rows are elsewhere (``init(directory:index:)``).
+    private let database: (any DatabaseReader & DatabaseWriter)?
     /// Set when the index was damaged and has been rebuilt from the clips on opening.
     public var recovery: IndexRecovery? { recovered.withLock { $0 } }
     private let recovered = Mutex<IndexRecovery?>(nil)
     private let runStamp: String
     /// The last clip number this run reserved.
     private let sequence = Mutex(0)
+    /// The file in an album folder whose rows are kept elsewhere that names where (``init(directory:index:)``).
+    public static let clusterMarker = ".rows-elsewhere"
     /// Width of thumbnails, in pixels. The full-size best frame is kept beside each.
     public static let thumbnailWidth = 320
 
     /// Opens (creating if needed) the album at `directory`.
     ///
     /// - Throws: ``AlbumError``.
-    public init(directory: URL) throws {
+    public convenience init(directory: URL) throws {
+        try self.init(directory: directory, sharedIndex: nil)
+    }
+
+    /// Opens (creating if needed) the album folder at `directory` whose rows are kept in `index`
+    /// (a cluster's database) instead of the folder's own SQLite file, which is not opened. Such
+    /// an album keeps no sources (``storedSources()`` and its kin fail).
+    ///
+    /// - Throws: ``AlbumError``.
+    public convenience init(directory: URL, index: any AlbumIndex) throws {
+        try self.init(directory: directory, sharedIndex: index)
+    }
+
+    private init(directory: URL, sharedIndex: (any AlbumIndex)?) throws {
         self.directory = directory
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
@@ -313,6 +335,15 @@ public final class Album: Sendable {
         guard manager.isWritableFile(atPath: directory.appendingPathComponent("clips").path) else {
             throw AlbumError.cannotCreate(path: directory.appendingPathComponent("clips").path, reason: "the folder is not writable")
         }
+        if let sharedIndex {
+            // Says where the rows are, for `spotter album` pointed at the folder.
+            try? Data((sharedIndex.location + "\n").utf8).write(to: directory.appendingPathComponent(Self.clusterMarker), options: .atomic)
+            index = sharedIndex
+            database = nil
+            runStamp = UTCTime.compact(Date())
+            temporaryCopy = nil
+            return
+        }
         let indexPath = directory.appendingPathComponent("index.sqlite").path
         var configuration = Configuration()
         // Other recorders, `album repair` and readers share the file: wait for their locks.
@@ -327,8 +358,9 @@ public final class Album: Sendable {
         defer { close(lockDescriptor) }  // and so unlocked
         while flock(lockDescriptor, LOCK_EX) != 0 && errno == EINTR {}
         var damage: (keptAs: String, reason: String)?
+        let opened: DatabasePool
         do {
-            database = try Self.openIndex(indexPath, configuration: configuration)
+            opened = try Self.openIndex(indexPath, configuration: configuration)
         } catch where Self.isDamage(error) {
             // A damaged index (garbage, a zeroed page, truncation, a schema of other columns) is
             // kept aside, never deleted, and a new one is built from the clips' own records. A
@@ -341,12 +373,14 @@ public final class Album: Sendable {
             }
             for suffix in ["-wal", "-shm"] { _ = rename(indexPath + suffix, kept + suffix) }
             damage = (kept, reason)
-            do { database = try Self.openIndex(indexPath, configuration: configuration) } catch {
+            do { opened = try Self.openIndex(indexPath, configuration: configuration) } catch {
                 throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
             }
         } catch {
             throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
         }
+        database = opened
+        index = SQLiteAlbumIndex(database: opened, location: indexPath)
         runStamp = UTCTime.compact(Date())
         temporaryCopy = nil
         if let damage {
@@ -370,8 +404,10 @@ public final class Album: Sendable {
             }
             var configuration = Configuration()
             configuration.readonly = true
-            database = try DatabaseQueue(path: copy.appendingPathComponent("index.sqlite").path, configuration: configuration)
-            _ = try database.read { db in try ClipEntry.fetchCount(db) }
+            let queue = try DatabaseQueue(path: copy.appendingPathComponent("index.sqlite").path, configuration: configuration)
+            _ = try queue.read { db in try ClipEntry.fetchCount(db) }
+            database = queue
+            index = SQLiteAlbumIndex(database: queue, location: indexPath)
         } catch {
             try? FileManager.default.removeItem(at: copy)
             throw AlbumError.notAnAlbum(path: indexPath, reason: Self.reason(error))
@@ -501,18 +537,7 @@ public final class Album: Sendable {
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func addCounts(_ entries: [CountEntry]) throws {
         guard !entries.isEmpty else { return }
-        do {
-            try database.write { db in
-                for entry in entries {
-                    try db.execute(sql: """
-                        INSERT INTO counts (source, hour, kind, name, direction, count) VALUES (?, ?, ?, ?, ?, ?)
-                        ON CONFLICT(source, hour, kind, name, direction) DO UPDATE SET count = count + excluded.count
-                        """, arguments: [entry.source, entry.hour, entry.kind, entry.name, entry.direction, entry.count])
-                }
-            }
-        } catch {
-            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
-        }
+        try index.addCounts(entries)
     }
 
     /// Hourly counts of `source` (nil: all) whose hour starts at or after `from` and before `to`
@@ -520,17 +545,7 @@ public final class Album: Sendable {
     ///
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func counts(source: String? = nil, from: String? = nil, to: String? = nil) throws -> [CountEntry] {
-        do {
-            return try database.read { db in
-                var request = CountEntry.all()
-                if let source { request = request.filter(Column("source") == source) }
-                if let from { request = request.filter(Column("hour") >= from) }
-                if let to { request = request.filter(Column("hour") < to) }
-                return try request.order(Column("hour"), Column("source"), Column("kind"), Column("name"), Column("direction")).fetchAll(db)
-            }
-        } catch {
-            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
-        }
+        try index.counts(source: source, from: from, to: to)
     }
 
     /// `text` (`2026-11-26T15:00:00Z`, or a day `2026-11-26`) as the counts table's times are
@@ -548,11 +563,17 @@ public final class Album: Sendable {
 
     // MARK: Sources of `spotter serve`
 
+    /// The album's own SQLite index, which keeps its sources.
+    private func local() throws -> any DatabaseReader & DatabaseWriter {
+        guard let database else { throw AlbumError.indexFailed(path: index.location, reason: "an album whose rows are in \(index.location) keeps no sources") }
+        return database
+    }
+
     /// The sources kept for the next start, in list order.
     ///
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func storedSources() throws -> [StoredSource] {
-        do { return try database.read { db in try StoredSource.order(Column("position"), Column("id")).fetchAll(db) } } catch {
+        do { return try local().read { db in try StoredSource.order(Column("position"), Column("id")).fetchAll(db) } } catch {
             throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
         }
     }
@@ -561,7 +582,7 @@ public final class Album: Sendable {
     ///
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func store(_ source: StoredSource) throws {
-        do { try database.write { db in try source.save(db) } } catch {
+        do { try local().write { db in try source.save(db) } } catch {
             throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
         }
     }
@@ -571,7 +592,7 @@ public final class Album: Sendable {
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func markSourceFinished(id: String, at time: String = Album.timestamp()) throws {
         do {
-            try database.write { db in
+            try local().write { db in
                 try db.execute(sql: "UPDATE \(StoredSource.databaseTableName) SET finished_at = ? WHERE id = ?", arguments: [time, id])
             }
         } catch {
@@ -583,7 +604,7 @@ public final class Album: Sendable {
     ///
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     public func forgetSource(id: String) throws {
-        do { _ = try database.write { db in try StoredSource.deleteOne(db, key: id) } } catch {
+        do { _ = try local().write { db in try StoredSource.deleteOne(db, key: id) } } catch {
             throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
         }
     }
@@ -616,16 +637,12 @@ public final class Album: Sendable {
     /// - Throws: ``AlbumError/indexFailed(path:reason:)``.
     @discardableResult
     public func add(_ entry: ClipEntry) throws -> ClipEntry {
-        do {
-            return try database.write { db in try entry.inserted(db) }
-        } catch {
-            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
-        }
+        try index.insert(entry)
     }
 
     /// Every clip, oldest first.
     public func clips() throws -> [ClipEntry] {
-        try database.read { db in try ClipEntry.order(Column("clip")).fetchAll(db) }
+        try index.allClips()
     }
 
     /// Which clips ``clips(matching:)`` returns.
@@ -655,23 +672,17 @@ public final class Album: Sendable {
 
     /// Clips matching `query`, newest first.
     public func clips(matching query: Query) throws -> [ClipEntry] {
-        try database.read { db in
-            var request = ClipEntry.order(Column("id").desc).limit(max(0, query.limit))
-            if let source = query.source { request = request.filter(Column("source") == source) }
-            if let label = query.label {
-                // Labels are stored comma-separated and sorted: match a whole label.
-                request = request.filter(sql: "(',' || labels || ',') LIKE ?", arguments: ["%," + label + ",%"])
-            }
-            if let from = query.createdFrom { request = request.filter(Column("created_at") >= from) }
-            if let before = query.createdBefore { request = request.filter(Column("created_at") < before) }
-            if let beforeID = query.beforeID { request = request.filter(Column("id") < beforeID) }
-            return try request.fetchAll(db)
-        }
+        try index.clips(matching: query)
+    }
+
+    /// How many clips the index holds.
+    public func clipCount() throws -> Int {
+        try index.clipCount()
     }
 
     /// The clip with `id`, or nil.
     public func clip(id: Int64) throws -> ClipEntry? {
-        try database.read { db in try ClipEntry.fetchOne(db, key: id) }
+        try index.clip(id: id)
     }
 
     /// Removes a clip: its row, its file, its thumbnail and snapshot. Returns false when there is no
@@ -683,12 +694,7 @@ public final class Album: Sendable {
     /// clip stays listed, so a repair never brings back a clip the user was told is gone.
     @discardableResult
     public func delete(id: Int64) throws -> Bool {
-        let indexPath = directory.appendingPathComponent("index.sqlite").path
-        let found: ClipEntry?
-        do { found = try database.read { db in try ClipEntry.fetchOne(db, key: id) } } catch {
-            throw AlbumError.indexFailed(path: indexPath, reason: Self.reason(error))
-        }
-        guard let entry = found else { return false }
+        guard let entry = try index.clip(id: id) else { return false }
         let clipPath = directory.appendingPathComponent(entry.clip).path
         if unlink(clipPath) != 0 && errno != ENOENT { throw AlbumError.cannotDelete(path: clipPath, reason: String(cString: strerror(errno))) }
         var others = [Self.recordPath(of: entry.clip)]
@@ -696,9 +702,7 @@ public final class Album: Sendable {
             others += [thumbnail, (thumbnail as NSString).deletingPathExtension + "-full.jpg"]
         }
         for file in others { try? FileManager.default.removeItem(at: directory.appendingPathComponent(file)) }
-        do { _ = try database.write { db in try ClipEntry.deleteOne(db, key: id) } } catch {
-            throw AlbumError.indexFailed(path: indexPath, reason: Self.reason(error))
-        }
+        try index.deleteRow(id: id)
         return true
     }
 
@@ -830,16 +834,13 @@ public final class Album: Sendable {
     /// - Throws: ``AlbumError``.
     @discardableResult
     public func repair() throws -> AlbumRepair {
-        let rows = try clips()
+        let rows = try index.clipNames()
         var report = AlbumRepair()
-        for entry in rows where !FileManager.default.fileExists(atPath: directory.appendingPathComponent(entry.clip).path) {
-            guard let id = entry.id else { continue }
-            do { _ = try database.write { db in try ClipEntry.deleteOne(db, key: id) } } catch {
-                throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
-            }
-            report.forgotten.append(entry.clip)
+        for (id, clip) in rows where !FileManager.default.fileExists(atPath: directory.appendingPathComponent(clip).path) {
+            try index.deleteRow(id: id)
+            report.forgotten.append(clip)
         }
-        let indexed = Set(rows.map(\.clip))
+        let indexed = Set(rows.map { $0.clip })
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("clips").path)) ?? []
         for name in names.sorted() where name.hasSuffix(".mp4") && !indexed.contains("clips/\(name)") {
             let clip = "clips/\(name)"
@@ -850,9 +851,9 @@ public final class Album: Sendable {
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
             // Another process repairing at the same time (nodes taking over at once) may have
             // indexed it between the listing above and this lock: look again under the lock.
-            guard try !isIndexed(clip) else { continue }
-            if let recorded = record(of: clip) {
-                report.adopted.append(try add(recorded))
+            guard try !index.contains(clip: clip) else { continue }
+            if let recorded = record(of: clip), let added = try addRecorded(recorded) {
+                report.adopted.append(added)
             } else if let entry = try adopt(clip) {
                 report.adopted.append(entry)
             } else {
@@ -862,11 +863,12 @@ public final class Album: Sendable {
         return report
     }
 
-    private func isIndexed(_ clip: String) throws -> Bool {
-        do {
-            return try database.read { db in try ClipEntry.filter(Column("clip") == clip).fetchCount(db) > 0 }
-        } catch {
-            throw AlbumError.indexFailed(path: directory.appendingPathComponent("index.sqlite").path, reason: Self.reason(error))
+    /// Adds the row a clip's record holds; nil when the index refuses it (its lease has moved
+    /// on), and the record is then removed, so the clip is indexed as incomplete.
+    private func addRecorded(_ recorded: ClipEntry) throws -> ClipEntry? {
+        do { return try add(recorded) } catch AlbumError.rowRefused {
+            forgetRecord(of: recorded.clip)
+            return nil
         }
     }
 

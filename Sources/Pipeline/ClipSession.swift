@@ -311,18 +311,39 @@ public final class ClipSession: @unchecked Sendable {
         admitting.enter()
         let (album, events, finished, admitting) = (album, events, finishedCount, admitting)
         lease.admit(entry.clip) { admitted in
-            defer {
-                reservation.release()
-                admitting.leave()
+            // Writing may block and is retried: on a thread of its own, not the verdict's.
+            DispatchQueue.global().async {
+                defer {
+                    reservation.release()
+                    admitting.leave()
+                }
+                do {
+                    guard admitted else { throw AlbumError.rowRefused(clip: entry.clip, reason: "the lease has moved on") }
+                    let added = try Self.add(entry, to: album, within: Self.indexPatience)
+                    finished.withLock { $0 += 1 }
+                    events(.clipFinished(added))
+                } catch AlbumError.rowRefused {
+                    // A repair indexes the clip as incomplete, from what its file holds.
+                    album.forgetRecord(of: entry.clip)
+                    events(.clipRefused(entry))
+                } catch {
+                    // A row that cannot be written in time is added from the record by a repair.
+                }
             }
-            if admitted {
-                // A row that cannot be written now is added from the record by a repair.
-                guard let added = try? album.add(entry) else { return }
-                finished.withLock { $0 += 1 }
-                events(.clipFinished(added))
-            } else {
-                album.forgetRecord(of: entry.clip)
-                events(.clipRefused(entry))
+        }
+    }
+
+    /// How long an admitted clip's row is retried while the index fails (a database that just
+    /// came back, a busy index), in seconds: within ``finish()``'s wait.
+    static let indexPatience = 20.0
+
+    /// Adds `entry`, trying again every second while the index fails, for up to `seconds`.
+    private static func add(_ entry: ClipEntry, to album: Album, within seconds: Double) throws -> ClipEntry {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            do { return try album.add(entry) } catch AlbumError.indexFailed(let path, let reason) {
+                guard Date() < deadline else { throw AlbumError.indexFailed(path: path, reason: reason) }
+                Thread.sleep(forTimeInterval: 1)
             }
         }
     }

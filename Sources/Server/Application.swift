@@ -40,9 +40,12 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
     // Clips a killed run (or, in a cluster, a node that died) left without an index row are
     // indexed as incomplete before the first request is answered and before any source starts;
     // clips a running recorder holds stay locked and are skipped.
-    let repaired = try routes.album.repair()
-    if !repaired.adopted.isEmpty || !repaired.removed.isEmpty {
-        logger.info("album: indexed \(repaired.adopted.count) clip(s) left without an index row, removed \(repaired.removed.count) unreadable one(s)")
+    // (A cluster node repairs once its database's schema is in place: ClusterRun.)
+    if routes.cluster == nil {
+        let repaired = try routes.album.repair()
+        if !repaired.adopted.isEmpty || !repaired.removed.isEmpty {
+            logger.info("album: indexed \(repaired.adopted.count) clip(s) left without an index row, removed \(repaired.removed.count) unreadable one(s)")
+        }
     }
     // The service group stops when any service returns, so the webhook service runs only when
     // there are URLs; it is listed first so it shuts down last, after the sources' final clips.

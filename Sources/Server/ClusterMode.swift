@@ -119,6 +119,8 @@ struct ClusterRun {
         let pool = Task.detached { await store.run() }
         defer { pool.cancel() }
         try await store.migrate()
+        // Clips a killed node left without a row are indexed as incomplete before any source starts here.
+        await repairAlbum()
         let writing = Task { await outbox.writeQueued() }
         let relaying = Task { await outbox.relay { event in hub.events.publishRelayed(event.type, source: event.source, json: Data(event.body.utf8)) } }
         let holder = HubHolder(hub: hub, store: store, node: settings.node, outbox: outbox, flushSeconds: min(2, settings.lease.leaseSeconds / 3), logger: logger)
@@ -148,15 +150,19 @@ struct ClusterRun {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
             guard !Task.isCancelled else { return }
-            do {
-                // Blocking I/O (a folder listing, the index, decoding orphans): off the cooperative threads.
-                let repaired = try await offCooperativeThreads { [hub] in try hub.album.repair() }
-                if !repaired.adopted.isEmpty || !repaired.removed.isEmpty {
-                    logger.info("cluster: album repair indexed \(repaired.adopted.count) clips without a row, removed \(repaired.removed.count) unreadable")
-                }
-            } catch {
-                logger.warning("cluster: album repair: \(error)")
+            await repairAlbum()
+        }
+    }
+
+    private func repairAlbum() async {
+        do {
+            // Blocking I/O (a folder listing, the index, decoding orphans): off the cooperative threads.
+            let repaired = try await offCooperativeThreads { [hub] in try hub.album.repair() }
+            if !repaired.adopted.isEmpty || !repaired.removed.isEmpty {
+                logger.info("cluster: album repair indexed \(repaired.adopted.count) clips without a row, removed \(repaired.removed.count) unreadable")
             }
+        } catch {
+            logger.warning("cluster: album repair: \(error)")
         }
     }
 }

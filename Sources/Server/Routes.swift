@@ -35,14 +35,16 @@ struct Routes: Sendable {
     /// - Throws: ``AlbumError``, detector errors.
     init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
-        album = try Album(directory: configuration.album)
+        let cluster = configuration.cluster.map { ClusterStore(url: $0.database) }
+        // In a cluster the album folder is shared and its rows are in the cluster's database.
+        album = try cluster.map { try Album(directory: configuration.album, index: ClusterAlbumIndex(store: $0)) } ?? Album(directory: configuration.album)
         detection = DetectionService(pool: try DetectionService.makePool(modelPath: configuration.modelPath, options: configuration.detector),
                                      refine: configuration.refine)
         let events = EventHub()
         let policy = SourcePolicy(folders: [configuration.album.appendingPathComponent("uploads")] + configuration.mediaFolders)
         sources = SourceHub(album: album, pool: detection.pool, refine: configuration.refine, events: events, resolve: configuration.resolveInput,
                             policy: policy, defaults: configuration.defaults, publicBase: configuration.externalBase)
-        cluster = configuration.cluster.map { ClusterStore(url: $0.database) }
+        self.cluster = cluster
         if let cluster, let settings = configuration.cluster {
             let outbox = EventOutbox(store: cluster, node: settings.node, logger: Logger(label: "spotter.cluster"))
             events.forward { type, source, json in outbox.enqueue(type: type, source: source, json: json) }
@@ -549,7 +551,7 @@ struct Routes: Sendable {
                 for (id, m) in rows { perSource += "\(name){source=\"\(id)\"} \(value(m))\n" }
             }
         }
-        let clips = try album.clips(matching: .init(limit: Int.max)).count
+        let clips = try album.clipCount()
         let text = """
             # HELP spotter_process_resident_bytes Resident memory of the server process.
             # TYPE spotter_process_resident_bytes gauge

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Cluster
 import Foundation
 import Pipeline
 
@@ -11,8 +12,20 @@ struct AlbumCommand: ParsableCommand {
               spotter album list ~/Clips
               spotter album repair ~/Clips
               spotter album prune ~/Clips --keep-days 30 --keep-gib 20
+              spotter album list /srv/clips --database postgres://spotter@db:5432/spotter   # a cluster's shared album
             """,
         subcommands: [List.self, Repair.self, Prune.self])
+
+    /// The option every album command takes for the shared album of `spotter serve --database` nodes.
+    struct ClusterOption: ParsableArguments {
+        @Option(help: ArgumentHelp("The album is the shared album of a cluster whose rows are in this database (postgres://USER@HOST:PORT/DB).",
+                                   valueName: "url"))
+        var database: String?
+
+        func validate() throws {
+            if let database { do { _ = try DatabaseURL(database) } catch { throw ValidationError("--database: \(error)") } }
+        }
+    }
 
     struct Prune: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -30,6 +43,8 @@ struct AlbumCommand: ParsableCommand {
         @Argument(help: "The album folder.")
         var album: String
 
+        @OptionGroup var cluster: ClusterOption
+
         @Option(parsing: .unconditional, help: "Delete clips older than this many days.")
         var keepDays: Double?
 
@@ -44,7 +59,7 @@ struct AlbumCommand: ParsableCommand {
         func run() throws {
             let retention = Retention(maxAge: keepDays.map { $0 * 86400 }, maxBytes: keepGib.map { Int($0 * 1_073_741_824) })
             let deleted: [ClipEntry]
-            do { deleted = try openAlbum(album).prune(retention) } catch { throw CommandFailure("\(error)") }
+            do { deleted = try openAlbum(album, database: cluster.database).prune(retention) } catch { throw CommandFailure("\(error)") }
             for entry in deleted { print("deleted \(entry.clip) (\(entry.createdAt))") }
             print("\(album): \(deleted.count) clip(s) deleted")
         }
@@ -59,9 +74,11 @@ struct AlbumCommand: ParsableCommand {
         @Flag(help: "One JSON object per clip per line.")
         var json = false
 
+        @OptionGroup var cluster: ClusterOption
+
         func run() throws {
             let clips: [ClipEntry]
-            do { clips = try openAlbum(album, reading: true).clips() } catch let error as AlbumError { throw CommandFailure("\(error)") }
+            do { clips = try openAlbum(album, reading: true, database: cluster.database).clips() } catch let error as AlbumError { throw CommandFailure("\(error)") }
             for clip in clips {
                 if json {
                     let data = try JSONEncoder().encode(clip)
@@ -94,10 +111,12 @@ struct AlbumCommand: ParsableCommand {
         @Argument(help: "The album folder.")
         var album: String
 
+        @OptionGroup var cluster: ClusterOption
+
         func run() throws {
             let report: AlbumRepair
             do {
-                let opened = try openAlbum(album)
+                let opened = try openAlbum(album, database: cluster.database)
                 if let recovery = opened.recovery { print(describe(recovery, album: album)) }
                 report = try opened.repair()
             } catch { throw CommandFailure("\(error)") }
@@ -110,10 +129,24 @@ struct AlbumCommand: ParsableCommand {
 }
 
 /// Opens an existing album, refusing to create one where none is. For reading only, a folder this
-/// process may not write is read from a private copy of its index.
-func openAlbum(_ path: String, reading: Bool = false) throws -> Album {
+/// process may not write is read from a private copy of its index. With `database`, the shared
+/// album of a cluster, whose rows are in that database.
+func openAlbum(_ path: String, reading: Bool = false, database: String? = nil) throws -> Album {
     let url = URL(fileURLWithPath: path)
+    if let database {
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("clips").path) else {
+            throw CommandFailure("\(path) is not an album (no clips folder); `spotter serve --album \(path) --database URL` makes one")
+        }
+        let store = ClusterStore(url: try DatabaseURL(database))
+        // The connection pool, for the rest of the command.
+        Task.detached { await store.run() }
+        do { return try Album(directory: url, index: ClusterAlbumIndex(store: store)) } catch { throw CommandFailure("\(error)") }
+    }
     guard FileManager.default.fileExists(atPath: url.appendingPathComponent("index.sqlite").path) else {
+        if let cluster = try? String(contentsOf: url.appendingPathComponent(Album.clusterMarker), encoding: .utf8) {
+            throw CommandFailure("\(path) is the shared album of a cluster: its rows are in \(cluster.trimmingCharacters(in: .whitespacesAndNewlines)); "
+                                 + "add --database URL")
+        }
         throw CommandFailure("\(path) is not an album (no index.sqlite); `spotter record INPUT --album \(path)` creates one")
     }
     if reading, access(path, W_OK) != 0 || access(url.appendingPathComponent("index.sqlite").path, W_OK) != 0 {
