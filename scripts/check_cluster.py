@@ -401,6 +401,13 @@ def main():
               every and every == listed and readable <= set(every),
               {"on disk, not listed": sorted(set(every) - set(listed)), "listed, not on disk": sorted(set(listed) - set(every)),
                "listed twice": sorted({c for c in listed if listed.count(c) > 1}), "readable, removed": sorted(readable - set(every))})
+        # `spotter album` on the shared folder: pointed at the database with --database, else told where the rows are
+        plain = subprocess.run([spotter, "album", "list", album], capture_output=True, text=True, timeout=60)
+        listed_cli = subprocess.run([spotter, "album", "list", album, "--database", database.url, "--json"], capture_output=True, text=True, timeout=60)
+        cli_clips = sorted(json.loads(line)["clip"] for line in listed_cli.stdout.splitlines() if line.strip()) if listed_cli.returncode == 0 else []
+        check("`spotter album list DIR --database URL` lists the rows psql reads; without --database it names the database and the option",
+              cli_clips == sorted(database.rows("SELECT clip FROM clips")) and plain.returncode != 0 and "--database" in plain.stderr
+              and "127.0.0.1" in plain.stderr, (plain.stderr[-300:], listed_cli.stderr[-300:], len(cli_clips)))
     finally:
         for node in nodes:
             if node.process.poll() is None:

@@ -171,8 +171,18 @@ public actor LeaseKeeper {
                 await begin(lease)
             }
         } else if leases.count > mine {
+            // Only what is above the share rounded up goes, so that the small changes measured
+            // capacities make from round to round move nothing; and one source to each live node
+            // that has none.
+            let myCapacity = capacities.first { $0.0 == node }?.1 ?? capacity
+            let total = max(0.01, capacities.map(\.1).reduce(0, +))
+            let roundedUp = Int((Double(wanted) * myCapacity / total).rounded(.up))
+            var surplus = max(0, leases.count - max(mine, roundedUp))
+            if surplus == 0 && leases.count > 1 {
+                surplus = min(leases.count - mine, nodes.filter { $0.name != node && $0.sources == 0 && share($0.name) > 0 }.count)
+            }
             let room = nodes.filter { $0.name != node }.map { max(0, share($0.name) - $0.sources) }.reduce(0, +)
-            for lease in held.suffix(min(room, leases.count - mine)) {
+            for lease in held.suffix(min(room, surplus)) {
                 logger.info("cluster: handing source \(lease.sourceID) over (this node holds more than its share)")
                 leases[lease.sourceID] = nil
                 await holder.stop(lease)
