@@ -127,6 +127,8 @@ def main():
             shutil.copy(first, os.path.join(media, f"cam{index}.mp4"))
         nodes = [Node(spotter, f"n{index}", album, media, database.url, work) for index in range(1, 4)]
         assert all(wait_until(node.up, 60) for node in nodes), "the nodes did not start"
+        # the cluster's routes answer once the first node has migrated the schema
+        assert wait_until(lambda: api(nodes[0].port, "GET", "/api/v1/sources")[0] == 200, 60), api(nodes[0].port, "GET", "/api/v1/sources")
         ids = [api(nodes[0].port, "POST", "/api/v1/sources", {"input": os.path.join(media, f"cam{i}.mp4"), "loop": True, "realtime": True,
                                                               "record": True})[1]["id"] for i in range(1, 7)]
 

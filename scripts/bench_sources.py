@@ -102,7 +102,7 @@ def cluster_overhead(spotter, work, hooks, seconds, largest):
     try:
         wait_up(base, "/api/v1/sources")
         print("sources per machine, one node in cluster mode (--database, PostgreSQL on this machine):")
-        return sources_per_machine(base, seconds, largest)
+        return sources_per_machine(base, seconds, largest, pid=server.pid, database=True)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -140,7 +140,21 @@ def static_videos(work, count=6, static_seconds=50):
     return paths
 
 
-def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
+def postgres_cpu_seconds():
+    """CPU seconds of every PostgreSQL server process on this machine (the benchmark's throwaway one)."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "postgres":
+                    continue
+            total += cpu_seconds(int(pid))
+        except OSError:
+            pass
+    return total
+
+
+def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False, pid=None, database=False):
     best = 0
     steps = [8, 16, 32, 48, 64, 80, 96, 112, 128] if motion else None
     n = steps.pop(0) if motion else 1
@@ -166,8 +180,10 @@ def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
             time.sleep(0.2)
         time.sleep(4)  # warm-up: open, first frames
         before, _ = totals(base, ids)
+        cpu_before = (cpu_seconds(pid) if pid else 0, postgres_cpu_seconds() if database else 0)
         time.sleep(seconds)
         after, statuses = totals(base, ids)
+        cpu = ((cpu_seconds(pid) if pid else 0) - cpu_before[0], (postgres_cpu_seconds() if database else 0) - cpu_before[1])
         for i in ids:
             api(base, f"/api/v1/sources/{i}", method="DELETE")
         while running(base):  # in cluster mode the node stops them at its next lease round
@@ -178,7 +194,8 @@ def sources_per_machine(base, seconds, largest, videos=(VIDEO,), motion=False):
         inference = sum(s["inference_ms"] for s in statuses) / n
         skipped = sum(s.get("skipped", 0) for s in statuses) / max(1, sum(s["processed"] for s in statuses))
         ok = dropped == 0 and fps >= 9.5
-        print(f"  {n:3d} sources: {fps:5.2f} fps each, {dropped:4d} dropped, inference {inference:5.1f} ms, {skipped:4.0%} skipped  "
+        usage = (f", server {cpu[0] / seconds * 100:3.0f}% of a core" if pid else "") + (f", PostgreSQL {cpu[1] / seconds * 100:3.0f}%" if database else "")
+        print(f"  {n:3d} sources: {fps:5.2f} fps each, {dropped:4d} dropped, inference {inference:5.1f} ms, {skipped:4.0%} skipped{usage}  "
               f"{'ok' if ok else 'over capacity'}", flush=True)
         if not ok:
             if refine and n - best > 1:
@@ -370,7 +387,7 @@ def main():
             return
         if not args.viewers_only:
             print("sources per machine (every frame detected, none dropped):")
-            best = sources_per_machine(base, args.seconds, args.max)
+            best = sources_per_machine(base, args.seconds, args.max, pid=server.pid)
             print(f"  => {best} sources")
         if args.cluster:
             server.terminate()
