@@ -55,9 +55,34 @@ final class CurlHandle {
     }
 }
 
+/// What a transfer's libcurl callbacks call: `body` with each piece of the response body, `tick`
+/// at least once a second (also while nothing arrives); false from either aborts the transfer.
+protocol CurlTransfer: AnyObject {
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool
+    func tick() -> Bool
+}
+
+extension CurlHandle {
+    /// Hands the body and the ticks of the next `perform` to `transfer`, which must outlive it
+    /// (libcurl holds it as an unretained pointer).
+    func deliver(to transfer: any CurlTransfer) {
+        let context = Unmanaged.passUnretained(transfer as AnyObject).toOpaque()
+        _ = spotter_curl_set_pointer(pointer, CURLOPT_WRITEDATA, context)
+        _ = spotter_curl_set_data_callback(pointer, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! any CurlTransfer
+            return transfer.body(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+        }
+        _ = spotter_curl_set_long(pointer, CURLOPT_NOPROGRESS, 0)
+        _ = spotter_curl_set_pointer(pointer, CURLOPT_XFERINFODATA, context)
+        _ = spotter_curl_set_progress_callback(pointer) { context, _, _, _, _ in
+            (Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! any CurlTransfer).tick() ? 0 : 1
+        }
+    }
+}
+
 /// Mutable state the libcurl callbacks share with `HTTPDownload.fetch` (through an unmanaged
 /// pointer, for the duration of one `curl_easy_perform`).
-private final class TransferState {
+private final class TransferState: CurlTransfer {
     let url: String
     let file: Int32
     let path: String
@@ -235,18 +260,9 @@ enum HTTPDownload {
                 state.header(String(decoding: bytes, as: UTF8.self))
                 return size * count
             }
-            _ = spotter_curl_set_pointer(curl, CURLOPT_WRITEDATA, context)
-            _ = spotter_curl_set_data_callback(curl, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
-                return state.body(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
-            }
-            // The progress callback measures stalls (libcurl's low-speed limit averages over
-            // seconds, so a burst before a stall would hide it).
-            _ = spotter_curl_set_long(curl, CURLOPT_NOPROGRESS, 0)
-            _ = spotter_curl_set_pointer(curl, CURLOPT_XFERINFODATA, context)
-            _ = spotter_curl_set_progress_callback(curl) { context, _, _, _, _ in
-                Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().tick() ? 0 : 1
-            }
+            // The ticks measure stalls (libcurl's low-speed limit averages over seconds, so a
+            // burst before a stall would hide it).
+            handle.deliver(to: state)
             return curl_easy_perform(curl)
         }
         state.report(force: true)

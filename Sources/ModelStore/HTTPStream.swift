@@ -45,17 +45,7 @@ public enum HTTPStream {
             _ = spotter_curl_set_string(curl, CURLOPT_USERAGENT, "spotter/0.1 (+libcurl)")
             _ = spotter_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errors.baseAddress)
             handle.setHeaders(options.headers)
-            let context = Unmanaged.passUnretained(state).toOpaque()
-            _ = spotter_curl_set_pointer(curl, CURLOPT_WRITEDATA, context)
-            _ = spotter_curl_set_data_callback(curl, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                let state = Unmanaged<StreamState>.fromOpaque(context!).takeUnretainedValue()
-                return state.body(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
-            }
-            _ = spotter_curl_set_long(curl, CURLOPT_NOPROGRESS, 0)
-            _ = spotter_curl_set_pointer(curl, CURLOPT_XFERINFODATA, context)
-            _ = spotter_curl_set_progress_callback(curl) { context, _, _, _, _ in
-                Unmanaged<StreamState>.fromOpaque(context!).takeUnretainedValue().tick() ? 0 : 1
-            }
+            handle.deliver(to: state)
             state.handle = curl
             return curl_easy_perform(curl)
         }
@@ -78,7 +68,7 @@ public enum HTTPStream {
 
 /// What the libcurl callbacks of one ``HTTPStream/get(_:options:keepGoing:received:)`` share
 /// (through an unmanaged pointer, for the duration of one `curl_easy_perform`).
-private final class StreamState {
+private final class StreamState: CurlTransfer {
     let keepGoing: () -> Bool
     let received: (UnsafeRawBufferPointer) -> Bool
     let stallTimeout: Double

@@ -89,8 +89,6 @@ final class LiveRelay: Sendable {
             relay.start(hub: hub, token: token, logger: logger)
         }
     }
-
-    var running: Int { relays.withLock { $0.count } }
 }
 
 /// One relayed source: a thread reading its owner's live stream, reconnecting after a failure
