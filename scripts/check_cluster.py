@@ -148,12 +148,12 @@ def clip_name(body):
 
 
 class Node:
-    def __init__(self, spotter, name, album, media, database, work):
+    def __init__(self, spotter, name, album, media, database, work, extra=()):
         self.name = name
         self.port = free_port()
         self.log = open(os.path.join(work, f"{name}.log"), "w")
         self.process = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(self.port), "--model", MODEL, "--media-dir", media,
-                                         "--database", database, "--node", name],
+                                         "--database", database, "--node", name, *extra],
                                         stdout=self.log, stderr=subprocess.STDOUT)
 
     def up(self):
@@ -386,7 +386,11 @@ def main():
 
         before = on_disk()
         readable = {name for name in before if packets(name) > 0}
-        fresh = Node(spotter, "n4", album, media, database.url, work)
+        # the fresh node has a configuration file: its source becomes a cluster row once, however often it starts
+        config = os.path.join(work, "cameras.json")
+        with open(config, "w") as f:
+            json.dump({"sources": [{"input": os.path.join(media, "cam1.mp4"), "loop": True, "realtime": True}]}, f)
+        fresh = Node(spotter, "n4", album, media, database.url, work, extra=["--config", config])
         nodes.append(fresh)
         listed = []
         if wait_until(fresh.up, 60):
@@ -401,6 +405,16 @@ def main():
               every and every == listed and readable <= set(every),
               {"on disk, not listed": sorted(set(every) - set(listed)), "listed, not on disk": sorted(set(listed) - set(every)),
                "listed twice": sorted({c for c in listed if listed.count(c) > 1}), "readable, removed": sorted(readable - set(every))})
+        configured = lambda: database.rows("SELECT id, owner FROM sources WHERE id LIKE 'c-%' AND lease_expires > now()")
+        ran = wait_until(lambda: len(configured()) == 1 and configured()[0].endswith("|n4"), 20)
+        second = Node(spotter, "n5", album, media, database.url, work, extra=["--config", config])
+        nodes.append(second)
+        wait_until(second.up, 60)
+        time.sleep(3)
+        check("a node's --config source is added to the cluster once and runs (a second node with the same file adds nothing)",
+              ran and len(database.rows("SELECT id FROM sources WHERE id LIKE 'c-%'")) == 1,
+              (database.rows("SELECT id, owner, settings FROM sources"), fresh.output()[-600:]))
+
         # `spotter album` on the shared folder: pointed at the database with --database, else told where the rows are
         plain = subprocess.run([spotter, "album", "list", album], capture_output=True, text=True, timeout=60)
         listed_cli = subprocess.run([spotter, "album", "list", album, "--database", database.url, "--json"], capture_output=True, text=True, timeout=60)

@@ -210,6 +210,19 @@ public final class ClusterStore: Sendable {
         }
     }
 
+    /// Adds the source `id` unless the cluster has one with that id (a node's configuration file
+    /// names its sources by their settings, so every node given the same file adds each once).
+    ///
+    /// - Returns: whether it was added now.
+    public func addSourceOnce(id: String, settings: String, paused: Bool = false) async throws -> Bool {
+        try await perform("adding source \(id)") {
+            try await self.count(try await self.client.query("""
+                INSERT INTO sources (id, settings, desired) VALUES (\(id), \(settings), \(paused ? "paused" : "running"))
+                ON CONFLICT (id) DO NOTHING RETURNING id
+                """, logger: self.logger)) > 0
+        }
+    }
+
     /// Changes a source's settings or desired state; its owner picks the change up at its next renewal.
     ///
     /// - Throws: ``ClusterError/unknownSource(_:)``.

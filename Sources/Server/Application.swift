@@ -55,7 +55,8 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger 
     }
     var cluster: ClusterRun?
     if let store = routes.cluster, let outbox = routes.clusterEvents, let settings = configuration.cluster {
-        cluster = ClusterRun(store: store, outbox: outbox, settings: settings, hub: routes.sources, token: configuration.token, logger: logger)
+        cluster = ClusterRun(store: store, outbox: outbox, settings: settings, hub: routes.sources, initial: configuration.sources, token: configuration.token,
+                             logger: logger)
     }
     services.append(SourcesService(hub: routes.sources, initial: configuration.sources, retention: configuration.retention, cluster: cluster, logger: logger))
     let connections = OpenConnections(limit: configuration.maxConnections)

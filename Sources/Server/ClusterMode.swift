@@ -109,6 +109,8 @@ struct ClusterRun {
     let outbox: EventOutbox
     let settings: ClusterSettings
     let hub: SourceHub
+    /// The sources of this node's configuration file, added to the cluster once each (``configSourceID(_:)``).
+    let initial: [SourceSpec]
     /// The token this node's API takes, which every node of the cluster shares (for ``LiveRelay``).
     let token: String?
     let logger: Logger
@@ -121,6 +123,7 @@ struct ClusterRun {
         try await store.migrate()
         // Clips a killed node left without a row are indexed as incomplete before any source starts here.
         await repairAlbum()
+        await addConfiguredSources()
         let writing = Task { await outbox.writeQueued() }
         let relaying = Task { await outbox.relay { event in hub.events.publishRelayed(event.type, source: event.source, json: Data(event.body.utf8)) } }
         let holder = HubHolder(hub: hub, store: store, node: settings.node, outbox: outbox, flushSeconds: min(2, settings.lease.leaseSeconds / 3), logger: logger)
@@ -152,6 +155,39 @@ struct ClusterRun {
             guard !Task.isCancelled else { return }
             await repairAlbum()
         }
+    }
+
+    /// Adds the configuration file's sources to the cluster, each once: its id names its settings
+    /// (``configSourceID(_:)``), so nodes given the same file, and restarts, add nothing twice. A
+    /// source removed through the API comes back when a node with it in its file starts again.
+    private func addConfiguredSources() async {
+        for spec in initial {
+            do {
+                try hub.check(spec)
+                let settings = try Self.settings(of: spec)
+                let id = Self.configSourceID(settings)
+                if try await store.addSourceOnce(id: id, settings: settings, paused: spec.paused ?? false) {
+                    logger.info("cluster: added source \(id) from the configuration file: \(Album.redactingPassword(spec.input))")
+                }
+            } catch {
+                logger.error("cluster: source \(Album.redactingPassword(spec.input)) of the configuration file: \(error)")
+            }
+        }
+    }
+
+    /// A source's settings as the cluster stores them (keys sorted, so equal settings are equal text).
+    static func settings(of spec: SourceSpec) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(spec), as: UTF8.self)
+    }
+
+    /// `c-` and 12 hex digits of the settings' FNV-1a hash: the id of a configuration file's source.
+    static func configSourceID(_ settings: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in settings.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return "c-" + (String(repeating: "0", count: 16 - hex.count) + hex).prefix(12)
     }
 
     private func repairAlbum() async {

@@ -141,7 +141,6 @@ struct Serve: AsyncParsableCommand {
         guard (keepDays ?? 1) > 0, (keepGib ?? 1) > 0 else { throw ValidationError("--keep-days and --keep-gib must be positive") }
         if let database {
             do { _ = try DatabaseURL(database) } catch { throw ValidationError("--database: \(error)") }
-            if config != nil { throw ValidationError("--config cannot be combined with --database yet: add the cluster's sources through any node's API") }
         } else if node != nil {
             throw ValidationError("--node names this server in a cluster: give --database too")
         }

@@ -405,3 +405,20 @@ struct DatabaseURLTests {
         }
     }
 }
+
+@Suite("Sources added once")
+struct AddOnceTests {
+    @Test("nodes adding a configuration file's source at the same moment add one row")
+    func configuredSourceAddedOnce() async throws {
+        let cluster = try await TestCluster(nodes: 3)
+        defer { cluster.stop() }
+        let added = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for node in cluster.nodes { group.addTask { try await node.store.addSourceOnce(id: "c-0123456789ab", settings: settings) } }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(added.filter { $0 }.count == 1)
+        #expect(try await cluster.store.sources().map(\.id) == ["c-0123456789ab"])
+        #expect(try await !cluster.store.addSourceOnce(id: "c-0123456789ab", settings: #"{"input":"other.mp4"}"#))
+        #expect(try await cluster.store.source("c-0123456789ab")?.settings == settings)
+    }
+}
