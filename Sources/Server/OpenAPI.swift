@@ -101,7 +101,8 @@ enum OpenAPI {
             "/api/v1/live": ["get": [
                 "summary": "The live view's stream: one line of JSON per event (the same events as /api/v1/events); a detection line carries jpeg_bytes, and that many bytes of its frame's JPEG follow the line. A slow reader skips to the newest frame",
                 "parameters": [parameter("sources", "query", "string", "comma-separated source ids (default: every source)"),
-                               parameter("types", "query", "string", "comma-separated event types to keep")],
+                               parameter("types", "query", "string", "comma-separated event types to keep"),
+                               parameter("local", "query", "string", "1: only the sources this node runs (in a cluster, what another node's relay reads)")],
                 "responses": ["200": response("an endless stream", EventHub.liveContentType), "401": unauthorized],
             ]],
             "/health": ["get": ["summary": "Liveness", "responses": ["200": response("the server is up")]]],
