@@ -40,7 +40,7 @@ import urllib.request
 import cv2
 import numpy as np
 
-from checklib import MODEL, SHARED, check, free_port, summary, wait_until
+from checklib import MODEL, ROOT, SHARED, check, free_port, summary, wait_until
 
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 # Seconds for the last events to pass through the outbox before the streams are compared.
@@ -148,13 +148,13 @@ def clip_name(body):
 
 
 class Node:
-    def __init__(self, spotter, name, album, media, database, work, extra=()):
+    def __init__(self, spotter, name, album, media, database, work, extra=(), environment=None):
         self.name = name
         self.port = free_port()
         self.log = open(os.path.join(work, f"{name}.log"), "w")
         self.process = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(self.port), "--model", MODEL, "--media-dir", media,
                                          "--database", database, "--node", name, *extra],
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+                                        stdout=self.log, stderr=subprocess.STDOUT, env=environment)
 
     def up(self):
         return api(self.port, "GET", "/health")[0] == 200
@@ -199,7 +199,18 @@ def main():
                         "-an", first], check=True)
         for index in range(2, 7):
             shutil.copy(first, os.path.join(media, f"cam{index}.mp4"))
-        nodes = [Node(spotter, f"n{index}", album, media, database.url, work) for index in range(1, 4)]
+        # A demo video served on 127.0.0.1 through a catalog naming it; each node has its own cache folder.
+        files_server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Fixtures", "http_server.py"), SHARED],
+                                        stdout=subprocess.PIPE, text=True)
+        served = json.loads(files_server.stdout.readline())
+        catalog = os.path.join(work, "catalog.json")
+        with open(catalog, "w") as f:
+            json.dump([{"name": "people-demo", "kind": "sample", "url": f"http://127.0.0.1:{served['port']}/files/video.mkv",
+                        "packaging": "file", "files": ["people-demo.mkv"], "size": served["files"]["video.mkv"]["size"],
+                        "sha256": served["files"]["video.mkv"]["sha256"], "license": "test", "summary": "a person signing"}], f)
+        nodes = [Node(spotter, f"n{index}", album, media, database.url, work,
+                      environment=dict(os.environ, SPOTTER_CATALOG=catalog, XDG_CACHE_HOME=os.path.join(work, f"cache-{index}")))
+                 for index in range(1, 4)]
         started = all(wait_until(node.up, 60) for node in nodes)
         check("three nodes start on one database and one album folder", started, [node.output()[-800:] for node in nodes])
         if not started:
@@ -256,6 +267,15 @@ def main():
               len(pictures) >= 20 and all(p is not None and p.shape[:2] == (270, 480) for p in pictures)
               and numbers == sorted(numbers) and all(event.get("source") == remote for event, _ in relayed),
               (remote, len(relayed), [event for event, _ in relayed[:3]], [None if p is None else p.shape for p in pictures[:3]]))
+
+        # a demo video pulled through one node lands in the shared album: every node has it
+        pulled = api(nodes[0].port, "POST", "/api/v1/samples/people-demo/pull")[0]
+        cached = lambda node: any(s["name"] == "people-demo" and s.get("cached") for s in api(node.port, "GET", "/api/v1/samples")[1]["samples"])
+        ok = pulled in (200, 202) and wait_until(lambda: all(cached(node) for node in nodes), 30)
+        check("a demo video pulled through n1 lands in the shared album (--album/samples): n2 and n3 list it as downloaded",
+              ok and glob.glob(os.path.join(album, "samples", "**", "people-demo.mkv"), recursive=True),
+              (pulled, [api(node.port, "GET", "/api/v1/samples")[1] for node in nodes], os.listdir(album)))
+        files_server.terminate()
 
         # PostgreSQL down for about 5 s: nothing moves, nothing stops
         running_before = {node.name: node.running() for node in nodes}

@@ -208,10 +208,15 @@ struct Serve: AsyncParsableCommand {
             let namers = try NamerPool((0..<max(1, options.threadCount)).map { _ in try faceFlags.makeNamer(store: detector.store, threads: 1)! })
             configuration.refine = { detections, image in try namers.name(detections, in: image) }
         }
-        configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: store) }
+        // In a cluster, demo videos are downloaded into the shared album, so whichever node runs a
+        // sample's source finds it.
+        var sampleOptions = store.options
+        if database != nil { sampleOptions.root = URL(fileURLWithPath: album).appendingPathComponent("samples") }
+        let samples = database == nil ? store : ModelStore(catalog: store.catalog, options: sampleOptions)
+        configuration.resolveInput = { input in try Self.resolveCachedSample(input, store: samples) }
         // Sources from the API may open files in these folders (and the album's uploads).
-        configuration.mediaFolders = mediaDirs.map { URL(fileURLWithPath: $0) } + [store.options.root]
-        configuration.samples = StoreSamples(store: store)
+        configuration.mediaFolders = mediaDirs.map { URL(fileURLWithPath: $0) } + [samples.options.root]
+        configuration.samples = StoreSamples(store: samples)
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let address = "http://\(host):\(port)/live", folder = album
         do {
