@@ -41,14 +41,20 @@ final class Reshape: Kernel {
         let count = ctx.shape(input).reduce(1, *)
         var resolved = shape
         if let unknown = shape.firstIndex(of: -1) {
-            let known = shape.enumerated().filter { $0.offset != unknown }.map(\.element).reduce(1, *)
+            // The shape comes from the file: its product may overflow.
+            var known = 1
+            for (index, dimension) in shape.enumerated() where index != unknown {
+                let (product, overflow) = known.multipliedReportingOverflow(by: dimension)
+                guard !overflow else { throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)") }
+                known = product
+            }
             guard known > 0, count % known == 0 else { throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)") }
             resolved[unknown] = count / known
         }
-        guard resolved.allSatisfy({ $0 >= 0 }), resolved.reduce(1, *) == count else {
-            throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)")
-        }
+        guard resolved.allSatisfy({ $0 >= 0 }) else { throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)") }
+        // Checks that the shape multiplies out without overflow, within the reader's limit.
         try ctx.setShape(output, resolved)
+        guard resolved.reduce(1, *) == count else { throw ctx.fail("cannot reshape \(ctx.shape(input)) to \(shape)") }
         byteCount = count * (ctx.type(input).byteSize ?? 0)
         copies = ctx.isConstant(input)
         if !copies { ctx.alias(output: output, to: input) }
