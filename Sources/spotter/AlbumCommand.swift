@@ -12,7 +12,7 @@ struct AlbumCommand: ParsableCommand {
               spotter album list ~/Clips
               spotter album repair ~/Clips
               spotter album prune ~/Clips --keep-days 30 --keep-gib 20
-              spotter album list /srv/clips --database postgres://spotter@db:5432/spotter   # a cluster's shared album
+              spotter album list /srv/clips --database postgres://spotter@db/spotter
             """,
         subcommands: [List.self, Repair.self, Prune.self])
 
