@@ -46,6 +46,29 @@ final class CurlHandle {
         curl_easy_cleanup(pointer)
     }
 
+    /// Sets what every transfer sets: the URL, the protocols it may use (and follow redirects to,
+    /// when `redirects` is above 0), no signals, the connection timeout, the user agent and the
+    /// buffer libcurl writes its error text into (which must outlive `perform`).
+    func configure(url: String, protocols: String, redirects: Int, connectTimeout: Double, errors: UnsafeMutablePointer<CChar>?) {
+        _ = spotter_curl_set_string(pointer, CURLOPT_URL, url)
+        _ = spotter_curl_set_string(pointer, CURLOPT_PROTOCOLS_STR, protocols)
+        if redirects > 0 {
+            _ = spotter_curl_set_string(pointer, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+            _ = spotter_curl_set_long(pointer, CURLOPT_MAXREDIRS, redirects)
+        }
+        _ = spotter_curl_set_long(pointer, CURLOPT_FOLLOWLOCATION, redirects > 0 ? 1 : 0)
+        _ = spotter_curl_set_long(pointer, CURLOPT_NOSIGNAL, 1)
+        _ = spotter_curl_set_long(pointer, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(connectTimeout * 1000)))
+        _ = spotter_curl_set_string(pointer, CURLOPT_USERAGENT, "spotter/0.1 (+libcurl)")
+        _ = spotter_curl_set_pointer(pointer, CURLOPT_ERRORBUFFER, errors)
+    }
+
+    /// The text for a failed `perform`: libcurl's error buffer, or the code's own text when empty.
+    static func message(_ code: CURLcode, errors: [CChar]) -> String {
+        let detail = String(decoding: errors.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+    }
+
     /// Sets the request headers; libcurl reads the list during `perform`, so this object keeps it.
     func setHeaders(_ lines: [String]) {
         curl_slist_free_all(headers)
@@ -236,15 +259,8 @@ enum HTTPDownload {
         let curl = handle.pointer
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
-            _ = spotter_curl_set_string(curl, CURLOPT_URL, url)
-            _ = spotter_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https,file")
-            _ = spotter_curl_set_string(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-            _ = spotter_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 1)
-            _ = spotter_curl_set_long(curl, CURLOPT_MAXREDIRS, 10)
-            _ = spotter_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-            _ = spotter_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(limits.connectTimeout * 1000)))
-            _ = spotter_curl_set_string(curl, CURLOPT_USERAGENT, "spotter/0.1 (+libcurl)")
-            _ = spotter_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errors.baseAddress)
+            handle.configure(url: url, protocols: "http,https,file", redirects: 10, connectTimeout: limits.connectTimeout,
+                             errors: errors.baseAddress)
             var headers: [String] = []
             if existing > 0 {
                 _ = spotter_curl_set_string(curl, CURLOPT_RANGE, "\(existing)-")
@@ -268,8 +284,7 @@ enum HTTPDownload {
         state.report(force: true)
 
         if let failure = state.failure { throw failure }
-        let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        let message = CurlHandle.message(code, errors: errorBuffer)
         switch code {
         case CURLE_OK: break
         case CURLE_OPERATION_TIMEDOUT:

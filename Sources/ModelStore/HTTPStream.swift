@@ -37,13 +37,8 @@ public enum HTTPStream {
         let curl = handle.pointer
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
-            _ = spotter_curl_set_string(curl, CURLOPT_URL, url)
-            _ = spotter_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
-            _ = spotter_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
-            _ = spotter_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-            _ = spotter_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout * 1000)))
-            _ = spotter_curl_set_string(curl, CURLOPT_USERAGENT, "spotter/0.1 (+libcurl)")
-            _ = spotter_curl_set_pointer(curl, CURLOPT_ERRORBUFFER, errors.baseAddress)
+            handle.configure(url: url, protocols: "http,https", redirects: 0, connectTimeout: options.connectTimeout,
+                             errors: errors.baseAddress)
             handle.setHeaders(options.headers)
             handle.deliver(to: state)
             state.handle = curl
@@ -59,8 +54,7 @@ public enum HTTPStream {
         // Stopped by the caller (`received` or `keepGoing`): an ending, not a failure.
         if state.stopped { return }
         guard code == CURLE_OK else {
-            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw StoreError.network(url: url, reason: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+            throw StoreError.network(url: url, reason: CurlHandle.message(code, errors: errorBuffer))
         }
         guard (200..<300).contains(state.status) else { throw StoreError.httpStatus(url: url, status: state.status) }
     }
