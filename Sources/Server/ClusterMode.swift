@@ -164,7 +164,7 @@ struct ClusterRun {
         for spec in initial {
             do {
                 try hub.check(spec)
-                let settings = try Self.settings(of: spec)
+                let settings = try spec.storedSettings()
                 let id = Self.configSourceID(settings)
                 if try await store.addSourceOnce(id: id, settings: settings, paused: spec.paused ?? false) {
                     logger.info("cluster: added source \(id) from the configuration file: \(Album.redactingPassword(spec.input))")
@@ -173,13 +173,6 @@ struct ClusterRun {
                 logger.error("cluster: source \(Album.redactingPassword(spec.input)) of the configuration file: \(error)")
             }
         }
-    }
-
-    /// A source's settings as the cluster stores them (keys sorted, so equal settings are equal text).
-    static func settings(of spec: SourceSpec) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(spec), as: UTF8.self)
     }
 
     /// `c-` and 12 hex digits of the settings' FNV-1a hash: the id of a configuration file's source.

@@ -123,6 +123,14 @@ public struct SourceSpec: Codable, Sendable, Equatable {
     }
 
     /// The spec with the fields `patch` sets replaced.
+    /// The settings as the album's index and the cluster store them: JSON with sorted keys, so
+    /// equal settings are equal text.
+    func storedSettings() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
     func merging(_ patch: SourcePatch) -> SourceSpec {
         var spec = self
         if let value = patch.record { spec.record = value }
@@ -699,7 +707,7 @@ final class SourceHub: Sendable {
     private func keep(_ source: LiveSource) throws {
         let position = table.withLock { $0.order.firstIndex(of: source.id) ?? $0.order.count }
         do {
-            let settings = String(decoding: try JSONEncoder().encode(source.spec), as: UTF8.self)
+            let settings = try source.spec.storedSettings()
             try album.store(StoredSource(id: source.id, settings: settings, position: position, finishedAt: source.finishedTime))
         } catch {
             throw AddError.cannotStore("\(error)")

@@ -274,7 +274,7 @@ struct Routes: Sendable {
         if let cluster {
             // Checked here, stored for whichever node claims it (202: it is not running yet).
             do { try sources.check(spec) } catch let error as SourceHub.AddError { throw Self.httpError(error) }
-            let settings = String(decoding: try JSONEncoder().encode(spec), as: UTF8.self)
+            let settings = try spec.storedSettings()
             let id = try await Self.clusterCall { try await cluster.addSource(settings: settings, paused: spec.paused ?? false) }
             let row = SourceStatus(id: id, settings: settings, desired: (spec.paused ?? false) ? "paused" : "running", node: nil, generation: 0, state: "waiting")
             var response = jsonResponse(ClusterSourceAnswer.object(row, local: nil, node: ""), status: .accepted)
@@ -306,7 +306,7 @@ struct Routes: Sendable {
         let old = try JSONDecoder().decode(SourceSpec.self, from: Data(row.settings.utf8))
         let spec = old.merging(patch)
         do { try sources.check(spec) } catch let error as SourceHub.AddError { throw Self.httpError(error) }
-        let settings = String(decoding: try JSONEncoder().encode(spec), as: UTF8.self)
+        let settings = try spec.storedSettings()
         try await Self.clusterCall { try await cluster.updateSource(id, settings: settings, paused: spec.paused) }
         var changed = row
         changed.settings = settings
