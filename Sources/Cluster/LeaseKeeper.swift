@@ -174,9 +174,7 @@ public actor LeaseKeeper {
             // Only what is above the share rounded up goes, so that the small changes measured
             // capacities make from round to round move nothing; and one source to each live node
             // that has none.
-            let myCapacity = capacities.first { $0.0 == node }?.1 ?? capacity
-            let total = max(0.01, capacities.map(\.1).reduce(0, +))
-            let roundedUp = Int((Double(wanted) * myCapacity / total).rounded(.up))
+            let roundedUp = Int((Self.quotas(of: wanted, capacities: capacities)[node] ?? 0).rounded(.up))
             var surplus = max(0, leases.count - max(mine, roundedUp))
             if surplus == 0 && leases.count > 1 {
                 surplus = min(leases.count - mine, nodes.filter { $0.name != node && $0.sources == 0 && share($0.name) > 0 }.count)
@@ -199,8 +197,8 @@ public actor LeaseKeeper {
     public static func shares(of count: Int, capacities: [(name: String, capacity: Double)]) -> [String: Int] {
         let nodes = capacities.sorted { $0.name < $1.name }
         guard !nodes.isEmpty, count > 0 else { return Dictionary(nodes.map { ($0.name, 0) }, uniquingKeysWith: { a, _ in a }) }
-        let total = nodes.map { max(0, $0.capacity) }.reduce(0, +)
-        let quotas = nodes.map { total > 0 ? Double(count) * max(0, $0.capacity) / total : Double(count) / Double(nodes.count) }
+        let exact = quotas(of: count, capacities: nodes)
+        let quotas = nodes.map { exact[$0.name] ?? 0 }
         var shares = quotas.map { Int($0.rounded(.down)) }
         let byRemainder = quotas.indices.sorted { (quotas[$0] - Double(shares[$0]), -$0) > (quotas[$1] - Double(shares[$1]), -$1) }
         for index in byRemainder.prefix(count - shares.reduce(0, +)) { shares[index] += 1 }
@@ -212,6 +210,15 @@ public actor LeaseKeeper {
             }
         }
         return Dictionary(zip(nodes.map(\.name), shares), uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Each node's exact quota of `count` sources, in proportion to its capacity (equal quotas
+    /// when no node has any): what ``shares(of:capacities:)`` rounds.
+    static func quotas(of count: Int, capacities: [(name: String, capacity: Double)]) -> [String: Double] {
+        let total = capacities.map { max(0, $0.capacity) }.reduce(0, +)
+        return Dictionary(capacities.map { node in
+            (node.name, total > 0 ? Double(count) * max(0, node.capacity) / total : Double(count) / Double(capacities.count))
+        }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Runs one database call of a round with a time limit of half a lease, so a round that waits
