@@ -40,7 +40,7 @@ import urllib.request
 import cv2
 import numpy as np
 
-from checklib import MODEL, ROOT, SHARED, check, free_port, summary, wait_until
+from checklib import MODEL, SHARED, check, free_port, serve_sample, summary, wait_until
 
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 # Seconds for the last events to pass through the outbox before the streams are compared.
@@ -200,14 +200,7 @@ def main():
         for index in range(2, 7):
             shutil.copy(first, os.path.join(media, f"cam{index}.mp4"))
         # A demo video served on 127.0.0.1 through a catalog naming it; each node has its own cache folder.
-        files_server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Fixtures", "http_server.py"), SHARED],
-                                        stdout=subprocess.PIPE, text=True)
-        served = json.loads(files_server.stdout.readline())
-        catalog = os.path.join(work, "catalog.json")
-        with open(catalog, "w") as f:
-            json.dump([{"name": "people-demo", "kind": "sample", "url": f"http://127.0.0.1:{served['port']}/files/video.mkv",
-                        "packaging": "file", "files": ["people-demo.mkv"], "size": served["files"]["video.mkv"]["size"],
-                        "sha256": served["files"]["video.mkv"]["sha256"], "license": "test", "summary": "a person signing"}], f)
+        files_server, catalog = serve_sample(work, "people-demo")
         nodes = [Node(spotter, f"n{index}", album, media, database.url, work,
                       environment=dict(os.environ, SPOTTER_CATALOG=catalog, XDG_CACHE_HOME=os.path.join(work, f"cache-{index}")))
                  for index in range(1, 4)]

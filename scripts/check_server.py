@@ -37,7 +37,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from checklib import MODEL, ROOT, SHARED, check, free_port, summary
+from checklib import MODEL, ROOT, SHARED, check, free_port, serve_sample, summary
 
 VIDEO = os.path.join(SHARED, "videos", "asl-walk.mkv")
 LIVE_VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
@@ -53,14 +53,7 @@ def main():
     album = os.path.join(work, "album")
     subprocess.run([args.spotter, "record", VIDEO, "--album", album, "--model", MODEL], check=True, capture_output=True)
     # The demo-videos page pulls its sample from this loopback server, through a catalog naming it.
-    files_server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Fixtures", "http_server.py"), SHARED],
-                                    stdout=subprocess.PIPE, text=True)
-    served = json.loads(files_server.stdout.readline())
-    catalog = os.path.join(work, "catalog.json")
-    with open(catalog, "w") as f:
-        json.dump([{"name": "walk-demo", "kind": "sample", "url": f"http://127.0.0.1:{served['port']}/crawl/video.mkv",
-                    "packaging": "file", "files": ["walk-demo.mkv"], "size": served["files"]["video.mkv"]["size"],
-                    "sha256": served["files"]["video.mkv"]["sha256"], "license": "CC-BY 4.0", "summary": "a person signing"}], f)
+    files_server, catalog = serve_sample(work, "walk-demo", route="crawl")
     environment = dict(os.environ, SPOTTER_CATALOG=catalog, XDG_CACHE_HOME=os.path.join(work, "cache"))
     server, base = start_server(args.spotter, album, environment)
     driver = None

@@ -5,8 +5,11 @@ check with the count at the end, a free port on 127.0.0.1, and waiting for a con
     check("the answer is 42", answer == 42, answer)
     sys.exit(summary())   # prints `N passed, M failed`; 1 when any failed
 """
+import json
 import os
 import socket
+import subprocess
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,3 +51,19 @@ def wait_until(condition, seconds, step=0.2):
             pass
         time.sleep(step)
     return None
+
+
+def serve_sample(work, name, route="files"):
+    """Serves ../shared/videos' people video on 127.0.0.1 (Tests/Fixtures/http_server.py; `route`
+    "crawl" sends it slowly) and writes a catalog naming it as the sample `name`. Returns the
+    server's process (terminate it when done) and the catalog's path (for SPOTTER_CATALOG)."""
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "Fixtures", "http_server.py"), SHARED],
+                              stdout=subprocess.PIPE, text=True)
+    served = json.loads(server.stdout.readline())
+    video = served["files"]["video.mkv"]
+    catalog = os.path.join(work, "catalog.json")
+    with open(catalog, "w") as f:
+        json.dump([{"name": name, "kind": "sample", "url": f"http://127.0.0.1:{served['port']}/{route}/video.mkv",
+                    "packaging": "file", "files": [f"{name}.mkv"], "size": video["size"], "sha256": video["sha256"],
+                    "license": "CC-BY 4.0", "summary": "a person signing"}], f)
+    return server, catalog
