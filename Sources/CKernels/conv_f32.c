@@ -230,6 +230,61 @@ TARGET_512 static inline __attribute__((always_inline)) void tile512x2(const flo
     }
 }
 
+/// `tile512x2` when the second block is 8 channels wide (24, 40, 56... channels): that block's
+/// accumulators are 256-bit, so no FMA works on 8 lanes that are thrown away (on CPUs that split
+/// 512-bit operations in two, such as AMD's Zen 4, a masked half costs as much as a full one).
+/// Each lane's products are added in the same order, so the same floats.
+TARGET_512 static inline __attribute__((always_inline)) void tile512x8(const float* const* rows, int32_t segments, int32_t length, const float* block_a,
+                                        const float* block_b, float* out, int32_t count, int32_t remaining, int32_t out_c,
+                                        __m256 lo8, __m256 hi8, prelu_at p) {
+    const __m512 ba = _mm512_loadu_ps(block_a);
+    const __m256 bb = _mm256_loadu_ps(block_b);
+    __m512 a0 = ba, a1 = ba, a2 = ba, a3 = ba, a4 = ba, a5 = ba;
+    __m256 b0 = bb, b1 = bb, b2 = bb, b3 = bb, b4 = bb, b5 = bb;
+    const float *wa = block_a + NR, *wb = block_b + 8;
+    for (int32_t t = 0; t < segments; t++, rows += MR) {
+        const float *x0 = rows[0], *x1 = rows[1], *x2 = rows[2], *x3 = rows[3], *x4 = rows[4], *x5 = rows[5];
+        for (int32_t ci = 0; ci < length; ci++, wa += NR, wb += 8) {
+            const __m512 va = _mm512_loadu_ps(wa);
+            const __m256 vb = _mm256_loadu_ps(wb);
+            __m512 x = _mm512_set1_ps(x0[ci]);
+            a0 = _mm512_fmadd_ps(x, va, a0); b0 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b0);
+            x = _mm512_set1_ps(x1[ci]);
+            a1 = _mm512_fmadd_ps(x, va, a1); b1 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b1);
+            x = _mm512_set1_ps(x2[ci]);
+            a2 = _mm512_fmadd_ps(x, va, a2); b2 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b2);
+            x = _mm512_set1_ps(x3[ci]);
+            a3 = _mm512_fmadd_ps(x, va, a3); b3 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b3);
+            x = _mm512_set1_ps(x4[ci]);
+            a4 = _mm512_fmadd_ps(x, va, a4); b4 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b4);
+            x = _mm512_set1_ps(x5[ci]);
+            a5 = _mm512_fmadd_ps(x, va, a5); b5 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b5);
+        }
+    }
+    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
+    const int32_t second = remaining - NR;
+    const size_t stride = (size_t)out_c;
+    const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5};
+    const __m256 rows_b[MR] = {b0, b1, b2, b3, b4, b5};
+    for (int32_t m = 0; m < count; m++) {
+        __m512 va = _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi);
+        __m256 vb = _mm256_min_ps(_mm256_max_ps(rows_b[m], lo8), hi8);
+        if (p.alpha) {
+            const __m512 plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
+            va = prelu16(va, _mm512_loadu_ps(p.alpha), _mm512_loadu_ps(p.scale), plo, phi);
+            vb = prelu8(vb, p.alpha + NR, p.scale + NR, _mm256_set1_ps(p.lo), _mm256_set1_ps(p.hi));
+        }
+        _mm512_storeu_ps(out + (size_t)m * stride, va);
+        if (second >= 8) {
+            _mm256_storeu_ps(out + (size_t)m * stride + NR, vb);
+        } else {
+            float lane[8];
+            _mm256_storeu_ps(lane, vb);
+            memcpy(out + (size_t)m * stride + NR, lane, sizeof(float) * (size_t)second);
+        }
+    }
+}
+
 typedef struct {
     const spotter_conv_f32* conv;
     const float* input;
@@ -338,7 +393,11 @@ CONV_F32_TASK(conv_f32_task, TARGET,
               n0 += NR)
 // Two blocks at a time where there is a second (16 wide, or 8 for a last block of at most 8).
 CONV_F32_TASK(conv_f32_task_512, TARGET_512,
-              if (c->out_c - n0 > NR) {
+              if (c->out_c - n0 > NR && block_width(c, n0 + NR) == 8) {
+                  tile512x8(rows, segments, length, block, block + (size_t)NR * (1 + k), out + n0, count, c->out_c - n0,
+                            c->out_c, lo, hi, prelu_for_block(c, n0));
+                  n0 += 2 * NR;
+              } else if (c->out_c - n0 > NR) {
                   tile512x2(rows, segments, length, block, block + (size_t)NR * (1 + k), block_width(c, n0 + NR), out + n0,
                             count, c->out_c - n0, c->out_c, lo, hi, prelu_for_block(c, n0));
                   n0 += 2 * NR;
