@@ -484,8 +484,34 @@ def main():
          [0], [2], [(Op.RESHAPE, None, [0, 1], [2], 0, None, None)])
     hybrid_convolutions()
     hybrid_depthwise()
+    folded_pad_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
+
+
+def pad_then_conv(name, type, shape, pads, stride, cout, padded_also_output=False):
+    """PAD, then a 3x3 VALID CONV_2D reading it (8-bit, the PAD's input quantization); with
+    `padded_also_output` the padded tensor is a model output too (the fast path must then make it)."""
+    padded = [shape[0], shape[1] + sum(pads[1]), shape[2] + sum(pads[2]), shape[3]]
+    oh, ow = output_size(padded[1], padded[2], 3, stride, 1, Padding.VALID)
+    (in_s, in_zp), filt, bias = quantized_filter(type, [cout, 3, 3, shape[3]], cout, 0, 131, (0.002, 0.01))
+    out_q = {"scale": 0.08, "zp": 90} if type == TT.UINT8 else {"scale": 0.06, "zp": 4}
+    opt = options("Conv2DOptions", Padding=Padding.VALID, StrideW=stride, StrideH=stride, FusedActivationFunction=Act.NONE,
+                  DilationWFactor=1, DilationHFactor=1)
+    tensors = [T(shape, type, scale=in_s, zp=in_zp), T([4, 2], TT.INT32, data=np.array(pads, np.int32)),
+               T(padded, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, cout], type, **out_q)]
+    save(name, tensors, [0], [5, 2] if padded_also_output else [5], [
+        (Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None),
+        (Op.CONV_2D, None, [2, 3, 4], [5], Opt.Conv2DOptions, opt, None)])
+
+
+def folded_pad_cases():
+    """The fast path reads a PAD's input with its padding in the convolution after it: YOLOv8's first
+    layer (RGB, a row and column each side, stride 2) on an odd size, and a PAD whose output is also
+    a model output (not folded)."""
+    pad_then_conv("pad_then_conv2d_int8_rgb_s2_odd", TT.INT8, [1, 21, 19, 3], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 16)
+    pad_then_conv("pad_then_conv2d_int8_padded_also_output", TT.INT8, [1, 9, 11, 8], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 20,
+                  padded_also_output=True)
 
 
 def output_size(h, w, k, stride, dilation, padding):
@@ -733,20 +759,8 @@ def fast_path_cases():
     # YOLO's explicit PAD before a VALID convolution, on the fast path's kernels: int8 with 70
     # channels (two blocks of 32, and 6), stride 2, one row and column on each side; uint8 with
     # uneven padding (a row below, a column on the left), stride 1.
-    for name, type, shape, pads, stride, cout in [
-            ("pad_then_conv2d_int8_3x3_s2_valid", TT.INT8, [1, 13, 12, 16], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 70),
-            ("pad_then_conv2d_uint8_3x3_valid_uneven", TT.UINT8, [1, 10, 9, 8], [[0, 0], [0, 1], [1, 0], [0, 0]], 1, 24)]:
-        padded = [shape[0], shape[1] + sum(pads[1]), shape[2] + sum(pads[2]), shape[3]]
-        oh, ow = output_size(padded[1], padded[2], 3, stride, 1, Padding.VALID)
-        (in_s, in_zp), filt, bias = quantized_filter(type, [cout, 3, 3, shape[3]], cout, 0, 131, (0.002, 0.01))
-        out_q = {"scale": 0.08, "zp": 90} if type == TT.UINT8 else {"scale": 0.06, "zp": 4}
-        opt = options("Conv2DOptions", Padding=Padding.VALID, StrideW=stride, StrideH=stride, FusedActivationFunction=Act.NONE,
-                      DilationWFactor=1, DilationHFactor=1)
-        tensors = [T(shape, type, scale=in_s, zp=in_zp), T([4, 2], TT.INT32, data=np.array(pads, np.int32)),
-                   T(padded, type, scale=in_s, zp=in_zp), filt, bias, T([shape[0], oh, ow, cout], type, **out_q)]
-        save(name, tensors, [0], [5], [
-            (Op.PAD, None, [0, 1], [2], Opt.PadOptions, options("PadOptions"), None),
-            (Op.CONV_2D, None, [2, 3, 4], [5], Opt.Conv2DOptions, opt, None)])
+    pad_then_conv("pad_then_conv2d_int8_3x3_s2_valid", TT.INT8, [1, 13, 12, 16], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 70)
+    pad_then_conv("pad_then_conv2d_uint8_3x3_valid_uneven", TT.UINT8, [1, 10, 9, 8], [[0, 0], [0, 1], [1, 0], [0, 0]], 1, 24)
     # Float depthwise shapes for the fast path's AVX-512 kernel: 3x3 stride 1 (columns that slide,
     # padding on every side, a partial block of 8), stride 2 over a batch (two blocks at a time, the
     # second partial), dilation 2 (three blocks), a row too narrow for any column to slide, and a

@@ -219,7 +219,8 @@ public final class Interpreter {
         /// (Spotter's float and 8-bit convolutions), `silu` (8-bit `x * LOGISTIC(x)` in one table),
         /// `pooled` (a reference kernel's rows split across the threads), `prelu` (a PReLU's six
         /// operators computed in one pass at its ADD), `folded` (a RELU the
-        /// operator before it applied) or `reference`.
+        /// operator before it applied), `folded into its convolution` (a PAD the VNNI convolution
+        /// after it reads through) or `reference`.
         public var backend: String
         public var medianMilliseconds: Double
     }
@@ -253,6 +254,7 @@ public final class Interpreter {
         case is PReLU.Absorbed: "prelu"
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"
+        case is VNNIConvolution.FoldedPad.Absorbed: "folded into its convolution"
         case is GlobalDepthwise: "global"
         case is AVX512Depthwise: "avx512"
         case is FoldedRelu: "folded"

@@ -90,6 +90,9 @@ final class PrepareContext {
     /// ADDs of a zero-padded tensor whose PAD was claimed (``PaddedAdd``), by the ADD's index.
     var paddedAdds: [Int: PaddedAdd.Pattern] = [:]
 
+    /// Convolutions that read a PAD's input with its padding (``VNNIConvolution/FoldedPad``), by index.
+    var foldedPads: [Int: VNNIConvolution.FoldedPad] = [:]
+
     /// The constant int32 or int64 input `index` as integers (permutations, shapes, paddings, axes).
     func integers(input index: Int) throws -> [Int] {
         let tensor = input(index)

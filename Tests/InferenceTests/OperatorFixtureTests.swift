@@ -100,6 +100,26 @@ import TFLiteFormat
         }
     }
 
+    /// On VNNI machines a PAD whose output only a VALID 8-bit convolution reads is folded into it
+    /// (the convolution reads the PAD's input with the padding); one whose output is also a model
+    /// output is made. Either way the bytes are LiteRT's XNNPACK bytes (checked above).
+    @Test("a PAD is folded into the convolution after it only when nothing else reads the padded tensor", arguments: [
+        ("pad_then_conv2d_int8_3x3_s2_valid", ["folded into its convolution", "vnni"]),
+        ("pad_then_conv2d_uint8_3x3_valid_uneven", ["folded into its convolution", "vnni"]),
+        ("pad_then_conv2d_int8_rgb_s2_odd", ["folded into its convolution", "vnni"]),
+        ("pad_then_conv2d_int8_padded_also_output", ["pooled", "vnni"]),
+    ])
+    func padIsFoldedOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
+        guard Self.cpuHasVNNI else { return }
+        let interpreter = try Self.run(name, .xnnpack)
+        #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
+        for index in 0..<interpreter.outputCount {
+            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
+            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
+            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
+        }
+    }
+
     /// A RELU that alone reads an ADD, SUB or MUL is clamped in that operator's pass and does nothing
     /// itself; when the sum is also a model output, the RELU runs on its own. Either way the
     /// outputs stay within a step of LiteRT's (checked with every case above).

@@ -103,10 +103,15 @@ extension PrepareContext {
     /// The receptive field length (taps x input channels) of the CONV_2D being prepared when
     /// Spotter's 8-bit kernels take it: uint8 with per-tensor weights or int8 with symmetric
     /// (per-channel) weights, input, weights and output of one type, constant weights and bias.
-    var eightBitConvolutionField: Int? {
-        let input = self.input(0), filter = self.input(1), type = self.type(input)
-        guard type == .uint8 || type == .int8, self.type(filter) == type, self.type(output(0)) == type,
-              isConstant(filter), shape(input).count == 4, shape(filter).count == 4, !hasInput(2) || isConstant(self.input(2)),
+    var eightBitConvolutionField: Int? { eightBitConvolutionField(of: op) }
+
+    /// ``eightBitConvolutionField`` of another CONV_2D of the graph (one a PAD before it may fold into).
+    func eightBitConvolutionField(of conv: OperatorInfo) -> Int? {
+        guard conv.inputs.count >= 2, conv.inputs[0] >= 0, conv.inputs[1] >= 0, let output = conv.outputs.first else { return nil }
+        let input = conv.inputs[0], filter = conv.inputs[1], type = self.type(input)
+        let bias = conv.inputs.count > 2 ? conv.inputs[2] : -1
+        guard type == .uint8 || type == .int8, self.type(filter) == type, self.type(output) == type,
+              isConstant(filter), shape(input).count == 4, shape(filter).count == 4, bias < 0 || isConstant(bias),
               let q = quantization(filter), type == .uint8 ? q.scales.count == 1 : q.zeroPoints.allSatisfy({ $0 == 0 }) else { return nil }
         return shape(filter).dropFirst().reduce(1, *)
     }

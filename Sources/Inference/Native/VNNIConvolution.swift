@@ -54,13 +54,52 @@ final class VNNIConvolution: Kernel {
         return try VNNIConvolution(ctx, pool: pool, options: options, hybrid: ctx.type(ctx.input(0)) == .float32)
     }
 
+    /// A PAD of image rows and columns whose output only a VALID 8-bit CONV_2D after it reads
+    /// (YOLO's before each stride-2 layer): the convolution reads the PAD's input with that padding
+    /// as its own (the kernel fills padding with the input's zero point, as the PAD does), so the
+    /// padded copy is never made. Kept by the index of the convolution.
+    struct FoldedPad {
+        let x: Int
+        let top, left: Int
+    }
+
+    /// At a PAD: claims it for the convolution reading it when they form a ``FoldedPad`` this kernel
+    /// runs (the PAD then does nothing); nil otherwise.
+    static func claim(_ ctx: PrepareContext) throws -> Kernel? {
+        let op = ctx.op!, graph = ctx.graph
+        guard isAvailable, op.code.builtin == .pad, op.inputs.count == 2, [.int8, .uint8].contains(ctx.type(op.inputs[0])),
+              !ctx.isConstant(op.inputs[0]), ctx.isConstant(op.inputs[1]), !graph.outputs.contains(op.outputs[0]) else { return nil }
+        let x = op.inputs[0], padded = op.outputs[0], shape = ctx.shape(x)
+        // The padding holds the PAD's zero point, which must be the one x is read with.
+        guard shape.count == 4, ctx.type(padded) == ctx.type(x), let qx = ctx.quantization(x), let qp = ctx.quantization(padded),
+              qx.scales.count == 1, qx.scales == qp.scales, qx.zeroPoints == qp.zeroPoints else { return nil }
+        let p = try ctx.integers(input: 1)
+        guard p.count == 8, p[0] == 0, p[1] == 0, p[6] == 0, p[7] == 0, p[2...5].allSatisfy({ $0 >= 0 && $0 <= 64 }) else { return nil }
+        let readers = graph.operators.filter { $0.inputs.contains(padded) }
+        guard readers.count == 1, let conv = readers.first, conv.code.builtin == .conv2D, conv.index > op.index,
+              conv.inputs.first == padded, conv.inputs.dropFirst().allSatisfy({ $0 != padded }),
+              case .conv2D(let options) = conv.options, options.padding == .valid, options.dilationWidth == 1, options.dilationHeight == 1,
+              let field = ctx.eightBitConvolutionField(of: conv), (field + 3) / 4 * 4 <= maximumFieldLength else { return nil }
+        try ctx.setShape(padded, [shape[0], shape[1] + p[2] + p[3], shape[2] + p[4] + p[5], shape[3]])
+        // The padded tensor is never written; sharing x's storage keeps x alive until the convolution reads it.
+        ctx.alias(output: padded, to: x)
+        ctx.foldedPads[conv.index] = FoldedPad(x: x, top: p[2], left: p[4])
+        return FoldedPad.Absorbed()
+    }
+
     private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions, hybrid isHybrid: Bool) throws {
-        input = ctx.input(0)
+        let folded = ctx.foldedPads[ctx.op.index]
+        input = folded?.x ?? ctx.input(0)
         output = ctx.output(0)
         self.pool = pool
         let filter = ctx.input(1)
         let signed = isHybrid || ctx.type(input) == .int8
-        let g = try WindowGeometry(convolution: ctx, options: options, depthwise: false)
+        var g = try WindowGeometry(convolution: ctx, options: options, depthwise: false)
+        if let folded {
+            // The output is the VALID convolution's of the padded input; the kernel reads x with the padding.
+            let shape = ctx.shape(folded.x)
+            (g.inputHeight, g.inputWidth, g.padTop, g.padLeft) = (shape[1], shape[2], folded.top, folded.left)
+        }
         let channels = g.outputChannels
         guard let q = ctx.quantization(filter), q.scales.count == 1 || q.scales.count == channels else {
             throw ctx.fail("filter has no scale per channel for \(channels) channels")
@@ -211,5 +250,13 @@ final class VNNIConvolution: Kernel {
                                  target + batch * outputCount, pool.active)
             }
         }
+    }
+}
+
+extension VNNIConvolution.FoldedPad {
+    /// The PAD: its output is never written or read.
+    final class Absorbed: Kernel {
+        var readsConstantInputs: Bool { false }
+        func run(_ memory: TensorMemory) {}
     }
 }

@@ -39,6 +39,7 @@ enum XNNPACKKernels {
         switch (op.code.builtin, op.options) {
         case (.conv2D, .conv2D(let options)):
             if let kernel = try VNNIConvolution.make(ctx, pool: pool, options: options) { return kernel }
+            guard ctx.foldedPads[op.index] == nil else { throw ctx.fail("the PAD folded into this convolution needs the VNNI kernel") }
             if let kernel = try AVX2Convolution.make(ctx, pool: pool, options: options) { return kernel }
             if let kernel = try AVX2QuantizedConvolution.make(ctx, pool: pool, options: options) { return kernel }
             return try convolution(ctx, pool, options, depthwise: false)
@@ -73,6 +74,7 @@ enum XNNPACKKernels {
             return PooledRows(slice, rowBytes: slice.rowBytes, pool: pool)
         case (.pad, _) where op.inputs.count == 2:
             if let absorbed = try PaddedAdd.claim(ctx) { return absorbed }
+            if let absorbed = try VNNIConvolution.claim(ctx) { return absorbed }
             let pad = try Pad(ctx)
             return PooledRows(pad, rowBytes: pad.rowBytes, pool: pool)
         case (.batchMatMul, .batchMatMul(let adjointX, let adjointY)) where op.inputs.count == 2:
