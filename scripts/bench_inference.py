@@ -14,6 +14,11 @@ the same input .npy as Spotter gets, the same warm-up and runs), since bench_tfl
 frames only. OpenVINO (PyPI `openvino`, CPU plugin, INFERENCE_NUM_THREADS, latency hint) runs
 OPENVINO_TIMER on the same input; it cannot read the SSD's TFLite_Detection_PostProcess operator,
 which the table says.
+
+OpenVINO runs float layers in bfloat16 by default on CPUs with AVX512_BF16 or AMX (its
+INFERENCE_PRECISION_HINT): 8 bits of mantissa where LiteRT and Spotter keep float32's 24. So it
+is timed twice, at its default and with the hint set to f32, and the ratios are given against the
+faster peer at float32 ("/ faster") and against the faster of all, whatever the precision ("/ any").
 """
 import argparse
 import datetime
@@ -50,14 +55,17 @@ OPENVINO_TIMER = """
 import json, statistics, sys, time
 import numpy as np
 import openvino as ov
-model, data, threads, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+model, data, threads, runs, precision = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 core = ov.Core()
+settings = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
+if precision != "default":
+    settings["INFERENCE_PRECISION_HINT"] = precision
 try:
     m = core.read_model(model)
     value = np.load(data)
     if m.inputs[0].partial_shape.is_dynamic:
         m.reshape({m.inputs[0]: list(value.shape)})
-    compiled = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"})
+    compiled = core.compile_model(m, "CPU", settings)
 except Exception as error:
     reason = next((l for l in str(error).splitlines() if "No translator" in l or "not supported" in l), str(error).splitlines()[-1])
     print(json.dumps({"error": reason.strip()}))
@@ -70,7 +78,7 @@ for _ in range(runs):
     t = time.perf_counter_ns()
     request.infer({0: value})
     times.append((time.perf_counter_ns() - t) / 1e6)
-print(json.dumps({"median_ms": statistics.median(times)}))
+print(json.dumps({"median_ms": statistics.median(times), "precision": compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()}))
 """
 LITERT_TIMER = """
 import json, statistics, sys, time
@@ -132,17 +140,20 @@ def main():
     if model == MODEL:
         # The peer's frame as the .npy Spotter reads; OpenVINO cannot read this model anyway.
         openvino_data = INPUT
-    rows, openvino_error = [], None
+    rows, openvino_error, default_precision = [], None, None
     for threads in [int(t) for t in args.threads.split(",")]:
-        litert, spotter, openvino, litert_rss, spotter_rss = [], [], [], 0.0, 0.0
+        litert, spotter, openvino, openvino_f32, litert_rss, spotter_rss = [], [], [], [], 0.0, 0.0
         for _ in range(args.rounds):
             if not args.no_openvino and openvino_error is None:
-                out, _ = measure([sys.executable, "-c", OPENVINO_TIMER, model, openvino_data, str(threads), str(args.runs)])
-                result = json.loads(out)
-                if "error" in result:
-                    openvino_error = result["error"]
-                else:
-                    openvino.append(result["median_ms"])
+                for precision, times in (("default", openvino), ("f32", openvino_f32)):
+                    out, _ = measure([sys.executable, "-c", OPENVINO_TIMER, model, openvino_data, str(threads), str(args.runs), precision])
+                    result = json.loads(out)
+                    if "error" in result:
+                        openvino_error = result["error"]
+                        break
+                    times.append(result["median_ms"])
+                    if precision == "default":
+                        default_precision = result["precision"]
             if model == MODEL:
                 with tempfile.NamedTemporaryFile(suffix=".json") as f:
                     _, rss = measure([sys.executable, bench, "--threads", str(threads), "--modes", "xnnpack",
@@ -156,14 +167,17 @@ def main():
                                 "--warmup", "10", "--input", data, "--json"])
             spotter.append(json.loads(out)["median_ms"])
             spotter_rss = max(spotter_rss, rss)
-        rows.append((threads, statistics.median(litert), statistics.median(spotter), statistics.median(openvino) if openvino else None,
-                     litert_rss, spotter_rss))
-    print(f"{'threads':>7} | {'LiteRT XNNPACK ms':>17} | {'OpenVINO ms':>11} | {'Spotter ms':>10} | {'/ LiteRT':>8} | {'/ faster':>8} | "
-          f"{'LiteRT peak MiB':>15} | {'Spotter peak MiB':>16}")
-    for threads, l, s, o, lr, sr in rows:
-        fastest = min(l, o) if o else l
-        ov_text = f"{o:>11.2f}" if o else f"{'-':>11}"
-        print(f"{threads:>7} | {l:>17.2f} | {ov_text} | {s:>10.2f} | {s / l:>8.2f} | {s / fastest:>8.2f} | {lr:>15.1f} | {sr:>16.1f}")
+        median = lambda values: statistics.median(values) if values else None
+        rows.append((threads, median(litert), median(spotter), median(openvino), median(openvino_f32), litert_rss, spotter_rss))
+    default_name = default_precision or "default"
+    print(f"{'threads':>7} | {'LiteRT XNNPACK ms':>17} | {'OpenVINO ' + default_name + ' ms':>16} | {'OpenVINO f32 ms':>15} | {'Spotter ms':>10} | "
+          f"{'/ LiteRT':>8} | {'/ faster':>8} | {'/ any':>5} | {'LiteRT peak MiB':>15} | {'Spotter peak MiB':>16}")
+    for threads, l, s, o, o32, lr, sr in rows:
+        same_precision = min(v for v in (l, o32 if default_precision != "f32" else o) if v)
+        fastest = min(v for v in (l, o, o32) if v)
+        text = lambda v, width: f"{v:>{width}.2f}" if v else f"{'-':>{width}}"
+        print(f"{threads:>7} | {l:>17.2f} | {text(o, 16)} | {text(o32, 15)} | {s:>10.2f} | {s / l:>8.2f} | {s / same_precision:>8.2f} | "
+              f"{s / fastest:>5.2f} | {lr:>15.1f} | {sr:>16.1f}")
     if openvino_error:
         print(f"OpenVINO cannot run {os.path.basename(model)}: {openvino_error}")
     elif args.no_openvino:

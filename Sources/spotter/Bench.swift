@@ -41,9 +41,13 @@ struct Bench: ParsableCommand {
     @Flag(help: "Also time every operator and print the slowest ones.")
     var profile = false
 
+    @Option(help: "With --profile, how many of the slowest operators to print.")
+    var slowest = 8
+
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1") }
         guard warmup >= 0 else { throw ValidationError("--warmup cannot be negative") }
+        guard slowest >= 0 else { throw ValidationError("--slowest cannot be negative") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
     }
 
@@ -76,8 +80,8 @@ struct Bench: ParsableCommand {
             for (name, ms) in byType.sorted(by: { $0.value > $1.value }) {
                 print("  " + name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%8.3f ms %6.1f%%", ms, 100 * ms / total))
             }
-            print("slowest operators:")
-            for t in timings.sorted(by: { $0.medianMilliseconds > $1.medianMilliseconds }).prefix(8) {
+            print("slowest \(min(slowest, timings.count)) operators:")
+            for t in timings.sorted(by: { $0.medianMilliseconds > $1.medianMilliseconds }).prefix(slowest) {
                 print(String(format: "  op %3d ", t.index) + t.name.padding(toLength: 36, withPad: " ", startingAt: 0) + String(format: "%8.3f ms", t.medianMilliseconds))
             }
         }
