@@ -105,6 +105,9 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
     const size_t row_bytes = (size_t)c->in_w * c->in_c;
     const int32_t last_x = row_bytes >= stride ? (int32_t)((row_bytes - stride) / (size_t)c->in_c) : -1;
     int32_t b = row_begin / pixels, oy = (row_begin % pixels) / c->out_w, ox = row_begin % c->out_w;
+    // The last output column whose filter rows all lie inside the input row.
+    const int32_t last_inside = last_x < 0 ? -1 : (last_x + c->pad_left) / c->stride_w;
+    const size_t step = (size_t)c->stride_w * c->in_c;
     const uint8_t* lines[c->k_h];  // the input rows the current output row reads, NULL in the padding
     for (int32_t r = 0; r < row_end - row_begin; r++, next_pixel(c, &b, &oy, &ox)) {
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
@@ -115,8 +118,22 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
             }
         }
         if (x0 >= 0 && x0 <= last_x) {
+            // The run of pixels of this output row (and task) that lie inside: pointers a step apart.
+            int32_t run = (last_inside < c->out_w ? last_inside : c->out_w - 1) - ox + 1;
+            if (run > row_end - row_begin - r) run = row_end - row_begin - r;
             const size_t offset = (size_t)x0 * c->in_c;
-            for (int32_t ky = 0; ky < c->k_h; ky++) segments[ky * MAX_ROWS_PER_TASK + r] = lines[ky] ? lines[ky] + offset : padding;
+            for (int32_t ky = 0; ky < c->k_h; ky++) {
+                const uint8_t** dst = segments + ky * MAX_ROWS_PER_TASK + r;
+                if (!lines[ky]) {
+                    for (int32_t i = 0; i < run; i++) dst[i] = padding;
+                    continue;
+                }
+                const uint8_t* p = lines[ky] + offset;
+                for (int32_t i = 0; i < run; i++, p += step) dst[i] = p;
+            }
+            // The loop's step moves past the run's last pixel.
+            r += run - 1;
+            ox += run - 1;
             continue;
         }
         for (int32_t ky = 0; ky < c->k_h; ky++) {
