@@ -76,7 +76,11 @@ struct MemoryPlan {
             arenaSize = max(arenaSize, offset + bytes)
         }
         for tensor in 0..<count where aliases[tensor] != nil {
-            offsets[tensor] = offsets[try root(tensor)]
+            let shared = try root(tensor)
+            offsets[tensor] = offsets[shared]
+            // An alias larger than the storage it shares (a PAD whose padded copy is never made, as
+            // ``PaddedAdd`` and ``VNNIConvolution/FoldedPad`` arrange) has no bytes of its own to read.
+            if size(tensor) > size(shared) { readable[tensor] = false }
         }
     }
 }

@@ -120,6 +120,35 @@ import TFLiteFormat
         }
     }
 
+    /// A padded tensor that is never made (its PAD folded into the ADD or the convolution reading
+    /// it) cannot be read, even when every tensor is preserved: it shares the smaller unpadded
+    /// tensor's storage, and reading it whole would run past that. Where it is made, it holds the
+    /// reference kernels' bytes.
+    @Test("a padded tensor whose PAD was folded away is not read past its storage", arguments: [
+        "pad_then_conv2d_int8_3x3_s2_valid", "pad_then_conv2d_uint8_3x3_valid_uneven", "pad_channels_then_add_relu_float32",
+    ])
+    func foldedPaddedTensorIsNotRead(_ name: String) throws {
+        let dir = Self.folder.appendingPathComponent(name)
+        let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
+        let padded = try #require(model.subgraph.operators.first { $0.code.builtin == .pad }?.outputs.first)
+        func run(_ backend: Interpreter.Options.Backend) throws -> Interpreter {
+            let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend, preservedTensors: .all))
+            for index in 0..<interpreter.inputCount {
+                try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
+            }
+            try interpreter.invoke()
+            return interpreter
+        }
+        let expected = try run(.reference).tensor(at: padded)
+        let fast = try run(.xnnpack)
+        let folded = try fast.profile(runs: 1).contains { ["folded into its convolution", "padded add"].contains($0.backend) }
+        if folded {
+            #expect(throws: InterpreterError.tensorNotPreserved(name: expected.name)) { try fast.tensor(at: padded) }
+        } else {
+            #expect(try fast.tensor(at: padded).data == expected.data, "\(name)")
+        }
+    }
+
     /// A RELU that alone reads an ADD, SUB or MUL is clamped in that operator's pass and does nothing
     /// itself; when the sum is also a model output, the RELU runs on its own. Either way the
     /// outputs stay within a step of LiteRT's (checked with every case above).
