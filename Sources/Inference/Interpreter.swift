@@ -43,7 +43,10 @@ public final class Interpreter {
         public var adaptsThreadsToLoad = true
         /// Default: `.xnnpack`.
         public var backend: Backend
-        /// Default: `.none` (only inputs, outputs and constants can be read).
+        /// Default: `.none` (only inputs, outputs and constants can be read). A preserved tensor
+        /// holds its own value: the fast path's fusions that would leave it unwritten, or write
+        /// another value into it (a SiLU's sigmoid, a sum a RELU is folded into), stand down for it,
+        /// so `.all` runs every operator on its own.
         public var preservedTensors: Preserved
         /// Upper bound on the planned arena, a guard against hostile models. Default: 4 GiB.
         public var maxArenaBytes: Int
@@ -93,7 +96,7 @@ public final class Interpreter {
 
         if let sparse = graph.tensors.first(where: \.isSparse) { throw InterpreterError.sparseTensor(name: sparse.name) }
         try GraphValidation.check(graph)
-        let context = PrepareContext(model: model, graph: graph)
+        let context = PrepareContext(model: model, graph: graph, preserved: options.preservedTensors)
         var kernels: [Kernel] = []
         var pool: ThreadPool?
         if options.backend == .xnnpack {

@@ -37,12 +37,24 @@ final class PrepareContext {
     /// broadcast tables) and are never run.
     let isCheckingOnly: Bool
 
-    init(model: Model, graph: Subgraph, isCheckingOnly: Bool = false) {
+    /// The model's outputs and the tensors the caller asked to keep (``Interpreter/Options/preservedTensors``).
+    private let observed: Set<Int>
+
+    init(model: Model, graph: Subgraph, isCheckingOnly: Bool = false, preserved: Interpreter.Options.Preserved = .none) {
         self.model = model
         self.graph = graph
         self.shapes = graph.tensors.map(\.shape)
         self.isCheckingOnly = isCheckingOnly
+        switch preserved {
+        case .none: observed = Set(graph.outputs)
+        case .all: observed = Set(graph.tensors.indices)
+        case .tensors(let kept): observed = Set(graph.outputs).union(kept)
+        }
     }
+
+    /// Whether anyone reads `tensor` after a run (a model output, or a preserved tensor): fused
+    /// kernels that leave an intermediate unwritten, or hold another value in it, stand down then.
+    func isObservable(_ tensor: Int) -> Bool { observed.contains(tensor) }
 
     /// Throws unless `tensor` is a constant (weights a checking-only kernel does not read).
     func requireConstant(_ tensor: Int) throws {

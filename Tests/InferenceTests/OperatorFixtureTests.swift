@@ -120,10 +120,44 @@ import TFLiteFormat
         }
     }
 
-    /// A padded tensor that is never made (its PAD folded into the ADD or the convolution reading
-    /// it) cannot be read, even when every tensor is preserved: it shares the smaller unpadded
-    /// tensor's storage, and reading it whole would run past that. Where it is made, it holds the
-    /// reference kernels' bytes.
+    /// With every tensor preserved, the fast path's fusions stand down (a SiLU's sigmoid, a sum a
+    /// RELU is folded into, a PReLU's steps, a padded tensor are all written as themselves), so each
+    /// intermediate reads as the reference kernels computed it: within one step, or 1e-4 for floats.
+    @Test("preserved intermediates of fused patterns hold their own values on the fast path", arguments: [
+        "silu_int8", "add_then_relu6_int8", "add_then_relu_float32", "prelu_pattern_float32", "conv_then_prelu_pattern_float32",
+        "pad_then_conv2d_int8_3x3_s2_valid", "pad_channels_then_add_relu_float32",
+    ])
+    func preservedIntermediatesOfFusedPatterns(_ name: String) throws {
+        let dir = Self.folder.appendingPathComponent(name)
+        let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
+        func run(_ backend: Interpreter.Options.Backend) throws -> Interpreter {
+            let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend, preservedTensors: .all))
+            for index in 0..<interpreter.inputCount {
+                try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
+            }
+            try interpreter.invoke()
+            return interpreter
+        }
+        let reference = try run(.reference), fast = try run(.xnnpack)
+        let graph = model.subgraph
+        for tensor in graph.tensors.indices where !graph.tensors[tensor].isConstant && !graph.inputs.contains(tensor) {
+            let expected = try reference.tensor(at: tensor), actual = try fast.tensor(at: tensor)
+            switch actual.type {
+            case .float32:
+                expectClose(actual.values(as: Float.self), expected.values(as: Float.self), relative: 1e-4, "\(name) \(actual.name)")
+            case .uint8:
+                let steps = zip(actual.data, expected.data).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                #expect(steps <= 1, "\(name) \(actual.name) differs by \(steps) steps")
+            default:
+                let steps = zip(actual.values(as: Int8.self), expected.values(as: Int8.self)).map { abs(Int($0) - Int($1)) }.max() ?? 0
+                #expect(steps <= 1, "\(name) \(actual.name) differs by \(steps) steps")
+            }
+        }
+    }
+
+    /// A padded tensor asked for is made (its PAD is not folded into the ADD or the convolution
+    /// reading it), and holds the reference kernels' bytes; were it folded, it would share the
+    /// smaller unpadded tensor's storage and could not be read (``MemoryPlan``).
     @Test("a padded tensor whose PAD was folded away is not read past its storage", arguments: [
         "pad_then_conv2d_int8_3x3_s2_valid", "pad_then_conv2d_uint8_3x3_valid_uneven", "pad_channels_then_add_relu_float32",
     ])

@@ -68,7 +68,7 @@ final class VNNIConvolution: Kernel {
     static func claim(_ ctx: PrepareContext) throws -> Kernel? {
         let op = ctx.op!, graph = ctx.graph
         guard isAvailable, op.code.builtin == .pad, op.inputs.count == 2, [.int8, .uint8].contains(ctx.type(op.inputs[0])),
-              !ctx.isConstant(op.inputs[0]), ctx.isConstant(op.inputs[1]), !graph.outputs.contains(op.outputs[0]) else { return nil }
+              !ctx.isConstant(op.inputs[0]), ctx.isConstant(op.inputs[1]), !ctx.isObservable(op.outputs[0]) else { return nil }
         let x = op.inputs[0], padded = op.outputs[0], shape = ctx.shape(x)
         // The padding holds the PAD's zero point, which must be the one x is read with.
         guard shape.count == 4, ctx.type(padded) == ctx.type(x), let qx = ctx.quantization(x), let qp = ctx.quantization(padded),

@@ -79,7 +79,7 @@ final class PReLU: RowKernel {
     /// writes (its operators become no-ops and the ADD's output shares x's storage), when the
     /// pattern's ABS, RELU and SUB are x's only readers and x is no model output. Nil otherwise.
     static func fusing(into x: Int, _ ctx: PrepareContext) throws -> Parameters? {
-        guard AVX2Convolution.isAvailable, !ctx.graph.outputs.contains(x), var pattern = match(from: x, ctx) else { return nil }
+        guard AVX2Convolution.isAvailable, !ctx.isObservable(x), var pattern = match(from: x, ctx) else { return nil }
         let readers = ctx.graph.operators.filter { $0.inputs.contains(x) }.map(\.index)
         guard readers.count == 3, readers.allSatisfy(pattern.parts.contains) else { return nil }
         let parameters = try self.parameters(ctx, pattern, channels: max(1, ctx.shape(x).last ?? 1))
@@ -98,7 +98,7 @@ final class PReLU: RowKernel {
         /// The one operator reading `tensor`, if only one does and it is not a model output.
         func soleReader(_ tensor: Int) -> OperatorInfo? {
             let readers = graph.operators.filter { $0.inputs.contains(tensor) }
-            guard readers.count == 1, !graph.outputs.contains(tensor), readers[0].outputs.count == 1,
+            guard readers.count == 1, !ctx.isObservable(tensor), readers[0].outputs.count == 1,
                   graph.tensors[readers[0].outputs[0]].type == .float32 else { return nil }
             return readers[0]
         }

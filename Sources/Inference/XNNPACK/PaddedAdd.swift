@@ -29,7 +29,7 @@ final class PaddedAdd: RowKernel {
         let op = ctx.op!, graph = ctx.graph
         // Both addends are read from the arena (a constant one would not be kept for this kernel).
         guard op.code.builtin == .pad, op.inputs.count == 2, ctx.type(op.inputs[0]) == .float32, !ctx.isConstant(op.inputs[0]),
-              ctx.isConstant(op.inputs[1]), !graph.outputs.contains(op.outputs[0]) else { return nil }
+              ctx.isConstant(op.inputs[1]), !ctx.isObservable(op.outputs[0]) else { return nil }
         let x = op.inputs[0], padded = op.outputs[0], shape = ctx.shape(x)
         guard let channels = shape.last, channels > 0, !shape.isEmpty else { return nil }
         let paddings = try ctx.integers(input: 1)

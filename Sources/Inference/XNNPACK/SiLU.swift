@@ -18,12 +18,12 @@ final class SiLU: Kernel {
         let op = ctx.op!
         if op.code.builtin == .logistic {
             guard let mul = consumers(of: op.outputs[0], in: ctx.graph).first,
-                  let logistic = logistic(feeding: mul, in: ctx.graph), logistic.index == op.index else { return nil }
+                  let logistic = logistic(feeding: mul, ctx), logistic.index == op.index else { return nil }
             try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
             return SiLU.Absorbed()
         }
         guard op.code.builtin == .mul, case .mul(let activation) = op.options,
-              let logistic = logistic(feeding: op, in: ctx.graph) else { return nil }
+              let logistic = logistic(feeding: op, ctx) else { return nil }
         return try SiLU(ctx, logistic: logistic, activation: activation, pool: pool)
     }
 
@@ -33,12 +33,14 @@ final class SiLU: Kernel {
     }
 
     /// The LOGISTIC of `mul`'s other input, when `mul` is `x * LOGISTIC(x)` on one 8-bit type, of
-    /// one shape, and nothing else (not even the model's outputs) reads the LOGISTIC's output.
-    private static func logistic(feeding mul: OperatorInfo, in graph: Subgraph) -> OperatorInfo? {
+    /// one shape, and nothing else (not the model's outputs, not a preserved tensor) reads the
+    /// LOGISTIC's output.
+    private static func logistic(feeding mul: OperatorInfo, _ ctx: PrepareContext) -> OperatorInfo? {
+        let graph = ctx.graph
         guard mul.code.builtin == .mul, mul.inputs.count == 2, mul.outputs.count == 1 else { return nil }
         for (s, x) in [(mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])] where s >= 0 && x >= 0 {
             guard let logistic = graph.operators.first(where: { $0.code.builtin == .logistic && $0.outputs == [s] }),
-                  logistic.inputs == [x], !graph.outputs.contains(s),
+                  logistic.inputs == [x], !ctx.isObservable(s),
                   consumers(of: s, in: graph).map(\.index) == [mul.index] else { continue }
             let types = [x, s, mul.outputs[0]].map { graph.tensors[$0].type }
             guard types.allSatisfy({ $0 == types[0] }), [.int8, .uint8].contains(types[0]),

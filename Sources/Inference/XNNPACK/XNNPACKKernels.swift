@@ -304,7 +304,7 @@ enum XNNPACKKernels {
     /// the operator can clamp as it writes and the RELU do nothing.
     private static func foldableRelu(_ ctx: PrepareContext, activation: FusedActivation) -> (index: Int, activation: FusedActivation)? {
         let output = ctx.output(0), graph = ctx.graph
-        guard activation == .none, !graph.outputs.contains(output) else { return nil }
+        guard activation == .none, !ctx.isObservable(output) else { return nil }
         let readers = graph.operators.filter { $0.inputs.contains(output) }
         guard readers.count == 1, let relu = readers.first, [.relu, .relu6].contains(relu.code.builtin),
               relu.inputs == [output], relu.outputs.count == 1, relu.index > ctx.op.index else { return nil }
