@@ -14,16 +14,40 @@ import TFLiteFormat
         #expect(Self.cases.count >= 70, "expected the committed op fixtures in \(Self.folder.path)")
     }
 
-    /// Runs a fixture's model on its inputs with `backend`.
-    static func run(_ name: String, _ backend: Interpreter.Options.Backend) throws -> Interpreter {
+    /// Runs a fixture's model on its inputs with `backend`, keeping `preserved` readable.
+    static func run(_ name: String, _ backend: Interpreter.Options.Backend,
+                    preserved: Interpreter.Options.Preserved = .none) throws -> Interpreter {
         let dir = folder.appendingPathComponent(name)
         let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
-        let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend))
+        let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend, preservedTensors: preserved))
         for index in 0..<interpreter.inputCount {
             try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
         }
         try interpreter.invoke()
         return interpreter
+    }
+
+    /// `actual` within one quantization step of `expected` (8-bit), or 1e-4 relative (float32).
+    static func expectWithinAStep(_ actual: Tensor, _ expected: Tensor, _ label: String) {
+        switch actual.type {
+        case .float32:
+            expectClose(actual.values(as: Float.self), expected.values(as: Float.self), relative: 1e-4, label)
+        case .uint8:
+            let steps = zip(actual.data, expected.data).map { abs(Int($0) - Int($1)) }.max() ?? 0
+            #expect(steps <= 1, "\(label) differs by \(steps) steps")
+        default:
+            let steps = zip(actual.values(as: Int8.self), expected.values(as: Int8.self)).map { abs(Int($0) - Int($1)) }.max() ?? 0
+            #expect(steps <= 1, "\(label) differs by \(steps) steps")
+        }
+    }
+
+    /// Every output of `interpreter` byte for byte LiteRT's default path's (the fixture's xnnpack_output*.npy).
+    static func expectLiteRTXNNPACKBytes(_ interpreter: Interpreter, _ name: String) throws {
+        for index in 0..<interpreter.outputCount {
+            let expected = try Fixtures.npy(folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
+            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
+            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
+        }
     }
 
     /// XNNPACK rounds differently from TFLite's reference arithmetic (float requantization, its own
@@ -37,17 +61,7 @@ import TFLiteFormat
         let interpreter = try Self.run(name, .xnnpack)
         for index in 0..<interpreter.outputCount {
             let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output\(index).npy"))
-            let actual = try interpreter.output(at: index)
-            switch actual.type {
-            case .float32:
-                expectClose(actual.values(as: Float.self), expected.values(as: Float.self), relative: 1e-4, "\(name) output \(index)")
-            case .uint8:
-                let steps = zip(actual.data, expected.data).map { abs(Int($0) - Int($1)) }.max() ?? 0
-                #expect(steps <= 1, "\(name) output \(index) differs by \(steps) steps")
-            default:
-                let steps = zip(actual.values(as: Int8.self), expected.values(as: Int8.self)).map { abs(Int($0) - Int($1)) }.max() ?? 0
-                #expect(steps <= 1, "\(name) output \(index) differs by \(steps) steps")
-            }
+            Self.expectWithinAStep(try interpreter.output(at: index), expected, "\(name) output \(index)")
         }
     }
 
@@ -93,11 +107,7 @@ import TFLiteFormat
     func siluIsFusedOnlyWhenSafe(_ name: String, _ backend: String) throws {
         let interpreter = try Self.run(name, .xnnpack)
         #expect(try interpreter.profile(runs: 1).map(\.backend) == [backend, backend], "\(name)")
-        for index in 0..<interpreter.outputCount {
-            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
-            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
-            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
-        }
+        try Self.expectLiteRTXNNPACKBytes(interpreter, name)
     }
 
     /// On VNNI machines a PAD whose output only a VALID 8-bit convolution reads is folded into it
@@ -113,11 +123,7 @@ import TFLiteFormat
         guard Self.cpuHasVNNI else { return }
         let interpreter = try Self.run(name, .xnnpack)
         #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
-        for index in 0..<interpreter.outputCount {
-            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
-            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
-            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
-        }
+        try Self.expectLiteRTXNNPACKBytes(interpreter, name)
     }
 
     /// With every tensor preserved, the fast path's fusions stand down (a SiLU's sigmoid, a sum a
@@ -128,59 +134,27 @@ import TFLiteFormat
         "pad_then_conv2d_int8_3x3_s2_valid", "pad_channels_then_add_relu_float32",
     ])
     func preservedIntermediatesOfFusedPatterns(_ name: String) throws {
-        let dir = Self.folder.appendingPathComponent(name)
-        let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
-        func run(_ backend: Interpreter.Options.Backend) throws -> Interpreter {
-            let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend, preservedTensors: .all))
-            for index in 0..<interpreter.inputCount {
-                try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
-            }
-            try interpreter.invoke()
-            return interpreter
-        }
-        let reference = try run(.reference), fast = try run(.xnnpack)
-        let graph = model.subgraph
+        let reference = try Self.run(name, .reference, preserved: .all), fast = try Self.run(name, .xnnpack, preserved: .all)
+        let graph = try Model(contentsOf: Self.folder.appendingPathComponent("\(name)/model.tflite")).subgraph
         for tensor in graph.tensors.indices where !graph.tensors[tensor].isConstant && !graph.inputs.contains(tensor) {
-            let expected = try reference.tensor(at: tensor), actual = try fast.tensor(at: tensor)
-            switch actual.type {
-            case .float32:
-                expectClose(actual.values(as: Float.self), expected.values(as: Float.self), relative: 1e-4, "\(name) \(actual.name)")
-            case .uint8:
-                let steps = zip(actual.data, expected.data).map { abs(Int($0) - Int($1)) }.max() ?? 0
-                #expect(steps <= 1, "\(name) \(actual.name) differs by \(steps) steps")
-            default:
-                let steps = zip(actual.values(as: Int8.self), expected.values(as: Int8.self)).map { abs(Int($0) - Int($1)) }.max() ?? 0
-                #expect(steps <= 1, "\(name) \(actual.name) differs by \(steps) steps")
-            }
+            let actual = try fast.tensor(at: tensor)
+            Self.expectWithinAStep(actual, try reference.tensor(at: tensor), "\(name) \(actual.name)")
         }
     }
 
     /// A padded tensor asked for is made (its PAD is not folded into the ADD or the convolution
-    /// reading it), and holds the reference kernels' bytes; were it folded, it would share the
-    /// smaller unpadded tensor's storage and could not be read (``MemoryPlan``).
-    @Test("a padded tensor whose PAD was folded away is not read past its storage", arguments: [
+    /// reading it: fusions stand down for preserved tensors), and holds the reference kernels'
+    /// bytes exactly.
+    @Test("a preserved padded tensor is made, with the reference kernels' bytes", arguments: [
         "pad_then_conv2d_int8_3x3_s2_valid", "pad_then_conv2d_uint8_3x3_valid_uneven", "pad_channels_then_add_relu_float32",
     ])
-    func foldedPaddedTensorIsNotRead(_ name: String) throws {
-        let dir = Self.folder.appendingPathComponent(name)
-        let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
+    func preservedPaddedTensorIsMade(_ name: String) throws {
+        let model = try Model(contentsOf: Self.folder.appendingPathComponent("\(name)/model.tflite"))
         let padded = try #require(model.subgraph.operators.first { $0.code.builtin == .pad }?.outputs.first)
-        func run(_ backend: Interpreter.Options.Backend) throws -> Interpreter {
-            let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend, preservedTensors: .all))
-            for index in 0..<interpreter.inputCount {
-                try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
-            }
-            try interpreter.invoke()
-            return interpreter
-        }
-        let expected = try run(.reference).tensor(at: padded)
-        let fast = try run(.xnnpack)
-        let folded = try fast.profile(runs: 1).contains { ["folded into its convolution", "padded add"].contains($0.backend) }
-        if folded {
-            #expect(throws: InterpreterError.tensorNotPreserved(name: expected.name)) { try fast.tensor(at: padded) }
-        } else {
-            #expect(try fast.tensor(at: padded).data == expected.data, "\(name)")
-        }
+        let expected = try Self.run(name, .reference, preserved: .tensors([padded])).tensor(at: padded)
+        let fast = try Self.run(name, .xnnpack, preserved: .tensors([padded]))
+        #expect(try !fast.profile(runs: 1).contains { ["folded into its convolution", "padded add"].contains($0.backend) }, "\(name)")
+        #expect(try fast.tensor(at: padded).data == expected.data, "\(name)")
     }
 
     /// A RELU that alone reads an ADD, SUB or MUL is clamped in that operator's pass and does nothing
@@ -236,11 +210,7 @@ import TFLiteFormat
     func preluIsFusedOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
         let interpreter = try Self.run(name, .xnnpack)
         #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
-        for index in 0..<interpreter.outputCount {
-            let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy"))
-            let mismatches = zip(try interpreter.output(at: index).data, expected.data).filter { $0 != $1 }.count
-            #expect(mismatches == 0, "\(name) output \(index): \(mismatches) bytes differ from LiteRT's XNNPACK")
-        }
+        try Self.expectLiteRTXNNPACKBytes(interpreter, name)
     }
 
     /// The same PReLU after a float depthwise layer (MobileFaceNet's) is applied by the AVX-512
