@@ -485,6 +485,7 @@ def main():
     hybrid_convolutions()
     hybrid_depthwise()
     folded_pad_cases()
+    conv_silu_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -512,6 +513,32 @@ def folded_pad_cases():
     pad_then_conv("pad_then_conv2d_int8_rgb_s2_odd", TT.INT8, [1, 21, 19, 3], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 16)
     pad_then_conv("pad_then_conv2d_int8_padded_also_output", TT.INT8, [1, 9, 11, 8], [[0, 0], [1, 1], [1, 1], [0, 0]], 2, 20,
                   padded_also_output=True)
+
+
+def conv_then_silu(name, type, shape, k, cout, outputs=(5,), mul_act=Act.NONE):
+    """An 8-bit CONV_2D (k x k, SAME, stride 1) whose output x feeds `x * LOGISTIC(x)`, as in every
+    YOLOv8 layer; `outputs` names the model outputs among x (3) and the SiLU's result (5)."""
+    (in_s, in_zp), filt, bias = quantized_filter(type, [cout, k, k, shape[3]], cout, 0, 125, (0.002, 0.01))
+    x_q = {"scale": 0.07, "zp": 100} if type == TT.UINT8 else {"scale": 0.05, "zp": -20}
+    s_q = {"scale": 1 / 256, "zp": 0} if type == TT.UINT8 else {"scale": 1 / 256, "zp": -128}
+    o_q = {"scale": 0.035, "zp": 12} if type == TT.UINT8 else {"scale": 0.03, "zp": -110}
+    opt = options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE,
+                  DilationWFactor=1, DilationHFactor=1)
+    out = [shape[0], shape[1], shape[2], cout]
+    tensors = [T(shape, type, scale=in_s, zp=in_zp), filt, bias, T(out, type, **x_q), T(out, type, **s_q), T(out, type, **o_q)]
+    save(name, tensors, [0], list(outputs), [
+        (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None),
+        (Op.LOGISTIC, None, [3], [4], 0, None, None),
+        (Op.MUL, None, [3, 4], [5], Opt.MulOptions, options("MulOptions", FusedActivationFunction=mul_act), None)])
+
+
+def conv_silu_cases():
+    """The fast path applies a SiLU's table in the convolution writing its input (YOLOv8): a 3x3
+    layer of 40 channels (a block and a part) on an odd size, a 1x1 uint8 layer with a RELU on the
+    MUL, and one whose x is also a model output (not fused)."""
+    conv_then_silu("conv2d_int8_then_silu", TT.INT8, [1, 13, 11, 24], 3, 40)
+    conv_then_silu("conv2d_uint8_1x1_then_silu_relu", TT.UINT8, [1, 7, 9, 16], 1, 20, mul_act=Act.RELU)
+    conv_then_silu("conv2d_int8_then_silu_input_also_output", TT.INT8, [1, 9, 10, 16], 3, 24, outputs=(5, 3))
 
 
 def output_size(h, w, k, stride, dilation, padding):

@@ -145,6 +145,8 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
     }
 }
 
+static void lookup_span_vbmi(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count);
+
 typedef struct {
     const spotter_conv* conv;
     const uint8_t* input;
@@ -307,6 +309,12 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
             block_tiles(t, begin, end, segments, count, length / 4, sums, b, n0, flip, 1, factor, constant, scale, store_mask);
         }
     }
+    if (c->out_table) {
+        // The task's output rows are contiguous and still in L1: the table is applied there, not in
+        // another pass over the whole tensor.
+        uint8_t* out = (uint8_t*)t->output + (size_t)begin * c->out_c;
+        lookup_span_vbmi(c->out_table, out, out, (size_t)(end - begin) * c->out_c);
+    }
 }
 
 TARGET static void conv_task_unsigned(void* opaque, size_t task) { conv_task(opaque, task, 0); }
@@ -416,20 +424,17 @@ static void lookup_task(void* opaque, size_t start, size_t count) {
 
 #define TARGET_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 
-static int has_vbmi(void) {
+int spotter_has_vbmi(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
 }
 
-/// 64 bytes at a time: two 128-entry permutes (bit 6 picks the half of each), bit 7 picks the result.
-TARGET_VBMI static void lookup_task_vbmi(void* opaque, size_t start, size_t count) {
-    const lookup_context* t = (const lookup_context*)opaque;
-    const __m512i t0 = _mm512_loadu_si512(t->table), t1 = _mm512_loadu_si512(t->table + 64);
-    const __m512i t2 = _mm512_loadu_si512(t->table + 128), t3 = _mm512_loadu_si512(t->table + 192);
-    const uint8_t* input = t->input + start;
-    uint8_t* output = t->output + start;
-    size_t i = 0;
-    for (; i < count; i += 64) {
+/// output[i] = table[input[i]] for `count` bytes (input may be output), 64 at a time: two 128-entry
+/// permutes (bit 6 picks the half of each), bit 7 picks the result.
+TARGET_VBMI static void lookup_span_vbmi(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count) {
+    const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+    const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+    for (size_t i = 0; i < count; i += 64) {
         const __mmask64 live = count - i >= 64 ? ~(__mmask64)0 : (~(__mmask64)0) >> (64 - (count - i));
         const __m512i index = _mm512_maskz_loadu_epi8(live, input + i);
         const __m512i low = _mm512_permutex2var_epi8(t0, index, t1), high = _mm512_permutex2var_epi8(t2, index, t3);
@@ -437,9 +442,14 @@ TARGET_VBMI static void lookup_task_vbmi(void* opaque, size_t start, size_t coun
     }
 }
 
+static void lookup_task_vbmi(void* opaque, size_t start, size_t count) {
+    const lookup_context* t = (const lookup_context*)opaque;
+    lookup_span_vbmi(t->table, t->input + start, t->output + start, count);
+}
+
 void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool) {
     lookup_context context = {table, input, output};
-    pthreadpool_parallelize_1d_tile_1d(pool, has_vbmi() ? lookup_task_vbmi : lookup_task, &context, count, 1 << 16, 0);
+    pthreadpool_parallelize_1d_tile_1d(pool, spotter_has_vbmi() ? lookup_task_vbmi : lookup_task, &context, count, 1 << 16, 0);
 }
 
 /// y = clamp(max(x, 0) + ((x - |x|) * alpha[c]) * scale[c]) with the float operations of XNNPACK's

@@ -102,6 +102,10 @@ final class PrepareContext {
     /// ADDs of a zero-padded tensor whose PAD was claimed (``PaddedAdd``), by the ADD's index.
     var paddedAdds: [Int: PaddedAdd.Pattern] = [:]
 
+    /// MULs of a SiLU whose table the convolution writing its input applies (``SiLU/fusing(into:_:)``):
+    /// the MUL's index -> that input.
+    var foldedSiLUs: [Int: Int] = [:]
+
     /// Convolutions that read a PAD's input with its padding (``VNNIConvolution/FoldedPad``), by index.
     var foldedPads: [Int: VNNIConvolution.FoldedPad] = [:]
 

@@ -75,6 +75,9 @@ typedef struct spotter_conv {
     const float* prelu_alpha;
     const float* prelu_scale;
     float prelu_min, prelu_max;
+    /// 8-bit output only: NULL, or 256 bytes each output byte is looked up in after it is stored
+    /// (a SiLU after the layer); needs AVX-512 VBMI (spotter_has_vbmi).
+    const uint8_t* out_table;
 } spotter_conv;
 
 /// Bytes of im2col rows one task of spotter_conv_run keeps on its stack, at most.
@@ -92,6 +95,9 @@ void spotter_min_max_f32(const float* x, size_t count, float* min, float* max, p
 /// nearest even (a NaN, or a product beyond int32, gives -128 or 127: never out of range); spans
 /// split across the pool's threads.
 void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_scale, int32_t zero, pthreadpool_t pool);
+
+/// Whether the CPU has AVX-512 VBMI (byte permutes), which spotter_conv's out_table needs.
+int spotter_has_vbmi(void);
 
 /// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads
 /// (64 bytes per step with AVX-512 VBMI where the CPU has it).

@@ -19,6 +19,8 @@ final class VNNIConvolution: Kernel {
 
     /// Whether this CPU can run the kernel (checked once per process).
     static let isAvailable = spotter_has_vnni() != 0
+    /// Whether the kernel can look its output bytes up in a table (AVX-512 VBMI).
+    static let hasByteTables = spotter_has_vbmi() != 0
     /// Longer receptive fields run elsewhere: each task may keep eight or more im2col rows on its stack.
     static let maximumFieldLength = Int(SPOTTER_CONV_MAX_TASK_BYTES) / 8
 
@@ -29,6 +31,8 @@ final class VNNIConvolution: Kernel {
     private let packed: UnsafeMutableBufferPointer<Int8>
     private let columns: UnsafeMutableBufferPointer<Int32>
     private let hybrid: Hybrid?
+    /// A SiLU's table the kernel applies to its output bytes (``SiLU/fusing(into:_:)``), or nil.
+    private let table: UnsafeMutableBufferPointer<UInt8>?
 
     /// What a hybrid convolution keeps to quantize its input at each run.
     private struct Hybrid {
@@ -145,7 +149,7 @@ final class VNNIConvolution: Kernel {
             packed: UnsafePointer(packed.baseAddress), col_factor: UnsafePointer(columns.baseAddress),
             col_const: UnsafePointer(columns.baseAddress! + padded),
             scale: UnsafeRawPointer(columns.baseAddress! + 2 * padded).assumingMemoryBound(to: Float.self),
-            out_bias: nil, out_min_f: 0, out_max_f: 0, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0)
+            out_bias: nil, out_min_f: 0, out_max_f: 0, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0, out_table: nil)
 
         if isHybrid {
             let bias = UnsafeMutableBufferPointer<Float>.allocate(capacity: padded)
@@ -172,6 +176,7 @@ final class VNNIConvolution: Kernel {
                             weightScales: (0..<channels).map { q.scales[q.scales.count == 1 ? 0 : $0] }, bias: bias, prelu: prelu)
             let range = FixedPoint.activationRange(options.activation)
             (conv.out_bias, conv.out_min_f, conv.out_max_f) = (UnsafePointer(bias.baseAddress), range.min, range.max)
+            table = nil
             return
         }
         hybrid = nil
@@ -196,6 +201,15 @@ final class VNNIConvolution: Kernel {
             columns[2 * padded + n] = Int32(bitPattern: scale.bitPattern)
         }
         (conv.in_zero, conv.out_zero, conv.out_min, conv.out_max) = (inputZero, requant.outputZeroPoint, requant.min, requant.max)
+        // Last, once nothing can throw: claiming the SiLU makes its operators no-ops.
+        if Self.hasByteTables, let silu = try SiLU.fusing(into: output, ctx) {
+            let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 256)
+            _ = bytes.initialize(from: silu)
+            conv.out_table = UnsafePointer(bytes.baseAddress)
+            table = bytes
+        } else {
+            table = nil
+        }
     }
 
     /// How the kernel reads receptive fields: `rowStride` > 0, each filter row in place, padded to a
@@ -219,6 +233,7 @@ final class VNNIConvolution: Kernel {
         hybrid?.quantized.deallocate()
         hybrid?.bias.deallocate()
         hybrid?.prelu?.deallocate()
+        table?.deallocate()
     }
 
     func run(_ memory: TensorMemory) {

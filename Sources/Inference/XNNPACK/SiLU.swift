@@ -5,7 +5,8 @@ import TFLiteFormat
 /// `x * LOGISTIC(x)` on 8-bit tensors (SiLU, after every convolution of YOLOv8) in one pass: the MUL
 /// looks each byte of `x` up in a table that XNNPACK's own sigmoid and multiply operators computed
 /// for all 256 inputs at load, so the bytes are the ones the two operators would write; the
-/// LOGISTIC, whose output only that MUL reads, does nothing.
+/// LOGISTIC, whose output only that MUL reads, does nothing. After an 8-bit convolution on the VNNI
+/// kernel, the convolution applies the table itself (``fusing(into:_:)``) and the MUL does nothing too.
 final class SiLU: Kernel {
     var readsConstantInputs: Bool { false }
 
@@ -16,6 +17,12 @@ final class SiLU: Kernel {
     /// The kernel for a LOGISTIC or MUL that is part of an 8-bit SiLU, else nil.
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
         let op = ctx.op!
+        if let x = ctx.foldedSiLUs[op.index] {
+            // The convolution writing x applied the table: the MUL's output is x's storage.
+            try ctx.setShape(op.outputs[0], ctx.shape(x))
+            ctx.alias(output: op.outputs[0], to: x)
+            return Folded()
+        }
         if op.code.builtin == .logistic {
             guard let mul = consumers(of: op.outputs[0], in: ctx.graph).first,
                   let logistic = logistic(feeding: mul, ctx), logistic.index == op.index else { return nil }
@@ -25,6 +32,21 @@ final class SiLU: Kernel {
         guard op.code.builtin == .mul, case .mul(let activation) = op.options,
               let logistic = logistic(feeding: op, ctx) else { return nil }
         return try SiLU(ctx, logistic: logistic, activation: activation, pool: pool)
+    }
+
+    /// The table of the SiLU reading `x`, claimed for the 8-bit convolution about to write x to
+    /// apply as it writes (its LOGISTIC and MUL become no-ops and the MUL's output shares x's
+    /// storage), when the SiLU's LOGISTIC and MUL are x's only readers and x is no model output
+    /// (``PrepareContext/isObservable(_:)``). Nil otherwise.
+    static func fusing(into x: Int, _ ctx: PrepareContext) throws -> [UInt8]? {
+        guard !ctx.isObservable(x) else { return nil }
+        let readers = consumers(of: x, in: ctx.graph)
+        guard readers.count == 2, let mul = readers.first(where: { $0.code.builtin == .mul }), case .mul(let activation) = mul.options,
+              let logistic = logistic(feeding: mul, ctx), logistic.inputs == [x], readers.contains(where: { $0.index == logistic.index })
+        else { return nil }
+        let bytes = try table(ctx, x: x, sigmoid: logistic.outputs[0], output: mul.outputs[0], activation: activation)
+        ctx.foldedSiLUs[mul.index] = x
+        return bytes
     }
 
     /// Operators reading `tensor`.
@@ -53,11 +75,16 @@ final class SiLU: Kernel {
 
     private init(_ ctx: PrepareContext, logistic: OperatorInfo, activation: FusedActivation, pool: ThreadPool) throws {
         input = logistic.inputs[0]
-        let s = logistic.outputs[0]
         output = ctx.output(0)
         self.pool = pool
         try ctx.setShape(output, ctx.shape(input))
         count = ctx.shape(input).reduce(1, *)
+        table = try Self.table(ctx, x: input, sigmoid: logistic.outputs[0], output: output, activation: activation)
+    }
+
+    /// The SiLU's output byte for each of the 256 bytes of x, as XNNPACK's sigmoid and multiply
+    /// operators compute them with the tensors' quantizations.
+    private static func table(_ ctx: PrepareContext, x input: Int, sigmoid s: Int, output: Int, activation: FusedActivation) throws -> [UInt8] {
         let x = try ctx.quantized(input), y = try ctx.quantized(s), o = try ctx.quantized(output)
         let range = FixedPoint.activationRange(activation, scale: o.scale, zeroPoint: o.zeroPoint, type: ctx.type(output))
         // XNNPACK keeps the pointers given at setup until the run: one buffer that outlives both,
@@ -67,7 +94,7 @@ final class SiLU: Kernel {
         for byte in 0..<256 { buffer[byte] = UInt8(byte) }
         let bytes = buffer.baseAddress!, sigmoid = bytes + 256, product = bytes + 512
         let signed = ctx.type(input) == .int8
-        try Self.run(ctx, "sigmoid", create: {
+        try run(ctx, "sigmoid", create: {
             signed ? xnn_create_sigmoid_nc_qs8(1, 1, 1, Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, -128, 127, 0, $0)
                    : xnn_create_sigmoid_nc_qu8(1, 1, 1, UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, 0, 255, 0, $0)
         }, setup: { op in
@@ -75,7 +102,7 @@ final class SiLU: Kernel {
                    : xnn_setup_sigmoid_nc_qu8(op, 256, bytes.assumingMemoryBound(to: UInt8.self), sigmoid.assumingMemoryBound(to: UInt8.self), nil)
         })
         var shape = 256
-        try Self.run(ctx, "multiply", create: {
+        try run(ctx, "multiply", create: {
             signed ? xnn_create_multiply_nd_qs8(Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, Int8(o.zeroPoint), o.scale,
                                                 Int8(range.min), Int8(range.max), 0, $0)
                    : xnn_create_multiply_nd_qu8(UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, UInt8(o.zeroPoint), o.scale,
@@ -87,7 +114,7 @@ final class SiLU: Kernel {
                    : xnn_setup_multiply_nd_qu8(op, 1, &shape, 1, &shape, bytes.assumingMemoryBound(to: UInt8.self),
                                                sigmoid.assumingMemoryBound(to: UInt8.self), product.assumingMemoryBound(to: UInt8.self), nil)
         })
-        table = Array(UnsafeRawBufferPointer(start: product, count: 256))
+        return Array(UnsafeRawBufferPointer(start: product, count: 256))
     }
 
     /// Creates, sets up and runs one XNNPACK operator on the calling thread, then deletes it.
@@ -109,6 +136,12 @@ final class SiLU: Kernel {
 
     /// The LOGISTIC of a SiLU: its output is never read.
     final class Absorbed: Kernel {
+        var readsConstantInputs: Bool { false }
+        func run(_ memory: TensorMemory) {}
+    }
+
+    /// The MUL of a SiLU the convolution before it applied (``fusing(into:_:)``).
+    final class Folded: Kernel {
         var readsConstantInputs: Bool { false }
         func run(_ memory: TensorMemory) {}
     }
