@@ -486,6 +486,7 @@ def main():
     hybrid_depthwise()
     folded_pad_cases()
     conv_silu_cases()
+    softmax_rows_of_16_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -539,6 +540,15 @@ def conv_silu_cases():
     conv_then_silu("conv2d_int8_then_silu", TT.INT8, [1, 13, 11, 24], 3, 40)
     conv_then_silu("conv2d_uint8_1x1_then_silu_relu", TT.UINT8, [1, 7, 9, 16], 1, 20, mul_act=Act.RELU)
     conv_then_silu("conv2d_int8_then_silu_input_also_output", TT.INT8, [1, 9, 10, 16], 3, 24, outputs=(5, 3))
+
+
+def softmax_rows_of_16_cases():
+    """Rows of 16 bytes (YOLOv8's box distributions), which the fast path permutes in registers:
+    uint8 with a row count that leaves a remainder after blocks of 16, and int8 with another beta."""
+    unary("softmax_uint8_rows_of_16", Op.SOFTMAX, TT.UINT8, [2, 3, 29, 16], {"scale": 0.07, "zp": 120},
+          {"scale": 1 / 256, "zp": 0}, Opt.SoftmaxOptions, options("SoftmaxOptions", Beta=1.0))
+    unary("softmax_int8_rows_of_16_beta", Op.SOFTMAX, TT.INT8, [1, 40, 16], {"scale": 0.02, "zp": 5},
+          {"scale": 1 / 256, "zp": -128}, Opt.SoftmaxOptions, options("SoftmaxOptions", Beta=2.5))
 
 
 def output_size(h, w, k, stride, dilation, padding):

@@ -532,6 +532,100 @@ __attribute__((target("avx512f"))) static void softmax_q8_16rows_by_words(const 
 }
 
 /// Sixteen rows at a time, one per lane, each summed in its own order (the scalar order).
+/// spotter_softmax_q8_16rows for rows of 16 bytes (YOLOv8's box distributions), with VBMI and no
+/// gathers or scatters. A block of 16 rows is four 64-byte loads, permuted into four registers Q_w
+/// where byte 16L + 4k + i holds row 4L + i, column 4w + k. In that layout a row's maximum is two
+/// rotations within 128-bit lanes; each byte's table index looks up the four bytes of its float in
+/// four 256-byte planes of the table; and interleaving the four results puts column 4w + k of all
+/// 16 rows in one register, row r in lane r, as the arithmetic below needs. The bytes go back by
+/// packing and the inverse permutes. The same arithmetic, in the same order.
+TARGET_VBMI static void softmax_q8_16rows_depth16(const uint8_t* in, uint8_t* out, size_t rows, int is_signed, const float* table,
+                                                  float output_scale, int32_t output_zero, int32_t lo, int32_t hi) {
+    uint8_t to_columns[4][64], to_rows[4][64], planes[4][256];
+    for (int w = 0; w < 4; w++) {
+        for (int p = 0; p < 64; p++) {
+            // Row 4L + i, column 4w + k is byte 16 i + 4w + k of load L (bit 6: the second of two).
+            const int L = p / 16, k = (p % 16) / 4, i = p % 4;
+            to_columns[w][p] = (uint8_t)((L % 2) * 64 + 16 * i + 4 * w + k);
+        }
+    }
+    for (int K = 0; K < 4; K++) {
+        for (int p = 0; p < 64; p++) {
+            // Store K's byte 16 a + j (row 4K + a, column j) is byte 16K + 4 (j % 4) + a of Q_{j / 4}.
+            const int a = p / 16, j = p % 16;
+            to_rows[K][p] = (uint8_t)(((j / 4) % 2) * 64 + 16 * K + 4 * (j % 4) + a);
+        }
+    }
+    for (int e = 0; e < 256; e++) {
+        uint32_t bits;
+        memcpy(&bits, table + e, 4);
+        for (int b = 0; b < 4; b++) planes[b][e] = (uint8_t)(bits >> (8 * b));
+    }
+    __m512i plane[4][4], index_columns[4], index_rows[4];
+    for (int b = 0; b < 4; b++) {
+        for (int q = 0; q < 4; q++) plane[b][q] = _mm512_loadu_si512(planes[b] + 64 * q);
+        index_columns[b] = _mm512_loadu_si512(to_columns[b]);
+        index_rows[b] = _mm512_loadu_si512(to_rows[b]);
+    }
+    const __mmask64 upper_loads = 0xFFFFFFFF00000000ull, upper_columns = 0xFF00FF00FF00FF00ull;
+    const __m512i zero = _mm512_set1_epi32(output_zero), low = _mm512_set1_epi32(lo), high = _mm512_set1_epi32(hi);
+    const __m512i ones = _mm512_set1_epi8(-1);
+    for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* block = in + r0 * 16;
+        const __m512i b0 = _mm512_loadu_si512(block), b1 = _mm512_loadu_si512(block + 64);
+        const __m512i b2 = _mm512_loadu_si512(block + 128), b3 = _mm512_loadu_si512(block + 192);
+        __m512i q[4];
+        for (int w = 0; w < 4; w++) {
+            q[w] = _mm512_mask_blend_epi8(upper_loads, _mm512_permutex2var_epi8(b0, index_columns[w], b1),
+                                          _mm512_permutex2var_epi8(b2, index_columns[w], b3));
+        }
+        __m512i m = is_signed ? _mm512_max_epi8(_mm512_max_epi8(q[0], q[1]), _mm512_max_epi8(q[2], q[3]))
+                              : _mm512_max_epu8(_mm512_max_epu8(q[0], q[1]), _mm512_max_epu8(q[2], q[3]));
+        m = is_signed ? _mm512_max_epi8(m, _mm512_alignr_epi8(m, m, 8)) : _mm512_max_epu8(m, _mm512_alignr_epi8(m, m, 8));
+        m = is_signed ? _mm512_max_epi8(m, _mm512_alignr_epi8(m, m, 4)) : _mm512_max_epu8(m, _mm512_alignr_epi8(m, m, 4));
+        __m512 exps[16];
+        __m512 sum = _mm512_setzero_ps();
+        for (int w = 0; w < 4; w++) {
+            // 255 - (maximum - x): the distance from the maximum (0 ... 255) counted down from the table's end.
+            const __m512i index = _mm512_xor_si512(_mm512_sub_epi8(m, q[w]), ones);
+            const __mmask64 upper = _mm512_movepi8_mask(index);
+            __m512i part[4];
+            for (int b = 0; b < 4; b++) {
+                part[b] = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(plane[b][0], index, plane[b][1]),
+                                                 _mm512_permutex2var_epi8(plane[b][2], index, plane[b][3]));
+            }
+            const __m512i u0 = _mm512_unpacklo_epi8(part[0], part[1]), u1 = _mm512_unpackhi_epi8(part[0], part[1]);
+            const __m512i v0 = _mm512_unpacklo_epi8(part[2], part[3]), v1 = _mm512_unpackhi_epi8(part[2], part[3]);
+            exps[4 * w + 0] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(u0, v0));
+            exps[4 * w + 1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(u0, v0));
+            exps[4 * w + 2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(u1, v1));
+            exps[4 * w + 3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(u1, v1));
+        }
+        for (int j = 0; j < 16; j++) sum = _mm512_add_ps(sum, exps[j]);
+        const __m512 inverse = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(sum, _mm512_set1_ps(output_scale)));
+        __m512i packed[4];
+        for (int w = 0; w < 4; w++) {
+            __m512i v[4];
+            for (int k = 0; k < 4; k++) {
+                const __m512 p = _mm512_mul_ps(exps[4 * w + k], inverse);
+                __m512i rounded = _mm512_cvttps_epi32(p);
+                // Rounded half away from zero (the probability is not negative).
+                const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+                rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
+                v[k] = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+            }
+            // Every value is within the output type, so the packs never saturate: byte 16L + 4k + i is v[k]'s lane 4L + i.
+            const __m512i a = _mm512_packs_epi32(v[0], v[1]), b = _mm512_packs_epi32(v[2], v[3]);
+            packed[w] = is_signed ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b);
+        }
+        uint8_t* dst = out + r0 * 16;
+        for (int K = 0; K < 4; K++) {
+            _mm512_storeu_si512(dst + 64 * K, _mm512_mask_blend_epi8(upper_columns, _mm512_permutex2var_epi8(packed[0], index_rows[K], packed[1]),
+                                                                     _mm512_permutex2var_epi8(packed[2], index_rows[K], packed[3])));
+        }
+    }
+}
+
 __attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* input, void* output, size_t rows, size_t depth,
                                                                  int is_signed, const float* table, float output_scale,
                                                                  int32_t output_zero, int32_t lo, int32_t hi) {
@@ -539,6 +633,10 @@ __attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* in
     uint8_t* out = (uint8_t*)output;
     float exps[SPOTTER_SOFTMAX_MAX_DEPTH * 16];
     int32_t lanes[16];
+    if (depth == 16 && spotter_has_vbmi()) {
+        softmax_q8_16rows_depth16(in, out, rows, is_signed, table, output_scale, output_zero, lo, hi);
+        return;
+    }
     if (depth % 4 == 0) {
         softmax_q8_16rows_by_words(in, out, rows, depth, is_signed, table, output_scale, output_zero, lo, hi);
         return;
