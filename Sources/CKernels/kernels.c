@@ -108,6 +108,8 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
     // The last output column whose filter rows all lie inside the input row.
     const int32_t last_inside = last_x < 0 ? -1 : (last_x + c->pad_left) / c->stride_w;
     const size_t step = (size_t)c->stride_w * c->in_c;
+    const __m512i steps = _mm512_setr_epi64(0, (long long)step, 2 * (long long)step, 3 * (long long)step, 4 * (long long)step,
+                                            5 * (long long)step, 6 * (long long)step, 7 * (long long)step);
     const uint8_t* lines[c->k_h];  // the input rows the current output row reads, NULL in the padding
     for (int32_t r = 0; r < row_end - row_begin; r++, next_pixel(c, &b, &oy, &ox)) {
         const int32_t y0 = oy * c->stride_h - c->pad_top, x0 = ox * c->stride_w - c->pad_left;
@@ -123,13 +125,16 @@ TARGET static void point_rows(const spotter_conv* c, const uint8_t* input, int32
             if (run > row_end - row_begin - r) run = row_end - row_begin - r;
             const size_t offset = (size_t)x0 * c->in_c;
             for (int32_t ky = 0; ky < c->k_h; ky++) {
+                // Eight pointers a store: p, p + step, ... (or the padding row eight times).
                 const uint8_t** dst = segments + ky * MAX_ROWS_PER_TASK + r;
-                if (!lines[ky]) {
-                    for (int32_t i = 0; i < run; i++) dst[i] = padding;
-                    continue;
+                const uint8_t* p = lines[ky] ? lines[ky] + offset : padding;
+                const __m512i lanes = lines[ky] ? steps : _mm512_setzero_si512();
+                const __m512i advance = _mm512_set1_epi64(lines[ky] ? (long long)(8 * step) : 0);
+                __m512i pointers = _mm512_add_epi64(_mm512_set1_epi64((long long)(uintptr_t)p), lanes);
+                for (int32_t i = 0; i < run; i += 8, pointers = _mm512_add_epi64(pointers, advance)) {
+                    const __mmask8 live = run - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (run - i)) - 1);
+                    _mm512_mask_storeu_epi64((void*)(dst + i), live, pointers);
                 }
-                const uint8_t* p = lines[ky] + offset;
-                for (int32_t i = 0; i < run; i++, p += step) dst[i] = p;
             }
             // The loop's step moves past the run's last pixel.
             r += run - 1;
@@ -171,6 +176,48 @@ static int32_t task_rows(int32_t k4) {
     return rows > MAX_ROWS_PER_TASK ? MAX_ROWS_PER_TASK : rows;
 }
 
+/// Requantizes and stores one output row's block of channels (`halves` of 16) from its two
+/// accumulators: bytes as XNNPACK's fp32 scheme computes them, or floats for a hybrid layer.
+TARGET static inline __attribute__((always_inline)) void store_row(const task_context* t, int32_t row, int32_t n0, const int halves,
+                                                                   __m512i acc0, __m512i acc1, int32_t row_sum, const int32_t flip,
+                                                                   const __m512i* factor, const __m512i* constant, const __m512* scale,
+                                                                   const __mmask16* store_mask, __m512i out_zero, __m512i out_min,
+                                                                   __m512 out_max_less_zero) {
+    const spotter_conv* c = t->conv;
+    const __m512i sum = _mm512_set1_epi32(flip ? 0 : row_sum);
+    const size_t offset = (size_t)row * c->out_c + n0;
+    const __m512i acc[2] = {acc0, acc1};
+    if (c->out_bias) {
+        // Float output: the sums scaled by both scales, the float bias added, clamped.
+        float* out = (float*)t->output + offset;
+        for (int h = 0; h < halves; h++) {
+            if (!store_mask[h]) continue;
+            const __m512i v = _mm512_add_epi32(acc[h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
+            __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), scale[h], _mm512_loadu_ps(c->out_bias + n0 + 16 * h));
+            f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->out_min_f)), _mm512_set1_ps(c->out_max_f));
+            if (c->prelu_alpha) {
+                // spotter_prelu_f32's operations: max(f, 0) + ((f - |f|) * alpha) * scale, clamped.
+                const __m512 magnitude = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7fffffff)));
+                const __m512 negative = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(f, magnitude), _mm512_loadu_ps(c->prelu_alpha + n0 + 16 * h)),
+                                                      _mm512_loadu_ps(c->prelu_scale + n0 + 16 * h));
+                f = _mm512_add_ps(_mm512_max_ps(f, _mm512_setzero_ps()), negative);
+                f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->prelu_min)), _mm512_set1_ps(c->prelu_max));
+            }
+            _mm512_mask_storeu_ps(out + 16 * h, store_mask[h], f);
+        }
+        return;
+    }
+    uint8_t* out = (uint8_t*)t->output + offset;
+    for (int h = 0; h < halves; h++) {
+        if (!store_mask[h]) continue;
+        __m512i v = _mm512_add_epi32(acc[h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
+        __m512 f = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), scale[h]), out_max_less_zero);
+        v = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), out_zero);
+        v = _mm512_max_epi32(v, out_min);
+        _mm_mask_storeu_epi8(out + 16 * h, store_mask[h], _mm512_cvtepi32_epi8(v));
+    }
+}
+
 /// One block of 32 channels over a task's rows, MR rows a tile. Each row's receptive field is
 /// `count` segments of `quads` groups of 4 bytes: `segments[s * MAX_ROWS_PER_TASK + r]` is segment
 /// s of row r (the weights run through the segments in order). `halves` (a constant in each
@@ -209,40 +256,12 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
 #undef PRODUCTS
             }
         }
-        const __m512i acc[MR][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}, {a60, a61}, {a70, a71}};
-        for (int r = 0; r < MR && m + r < end - begin; r++) {
-            const __m512i sum = _mm512_set1_epi32(flip ? 0 : sums[m + r]);
-            const size_t offset = (size_t)(begin + m + r) * c->out_c + n0;
-            if (c->out_bias) {
-                // Float output: the sums scaled by both scales, the float bias added, clamped.
-                float* out = (float*)t->output + offset;
-                for (int h = 0; h < halves; h++) {
-                    if (!store_mask[h]) continue;
-                    const __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
-                    __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), scale[h], _mm512_loadu_ps(c->out_bias + n0 + 16 * h));
-                    f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->out_min_f)), _mm512_set1_ps(c->out_max_f));
-                    if (c->prelu_alpha) {
-                        // spotter_prelu_f32's operations: max(f, 0) + ((f - |f|) * alpha) * scale, clamped.
-                        const __m512 magnitude = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7fffffff)));
-                        const __m512 negative = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(f, magnitude), _mm512_loadu_ps(c->prelu_alpha + n0 + 16 * h)),
-                                                              _mm512_loadu_ps(c->prelu_scale + n0 + 16 * h));
-                        f = _mm512_add_ps(_mm512_max_ps(f, _mm512_setzero_ps()), negative);
-                        f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(c->prelu_min)), _mm512_set1_ps(c->prelu_max));
-                    }
-                    _mm512_mask_storeu_ps(out + 16 * h, store_mask[h], f);
-                }
-                continue;
-            }
-            uint8_t* out = (uint8_t*)t->output + offset;
-            for (int h = 0; h < halves; h++) {
-                if (!store_mask[h]) continue;
-                __m512i v = _mm512_add_epi32(acc[r][h], _mm512_add_epi32(_mm512_mullo_epi32(factor[h], sum), constant[h]));
-                __m512 f = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), scale[h]), out_max_less_zero);
-                v = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), out_zero);
-                v = _mm512_max_epi32(v, out_min);
-                _mm_mask_storeu_epi8(out + 16 * h, store_mask[h], _mm512_cvtepi32_epi8(v));
-            }
-        }
+        // Row by row with the named accumulators: gathered into an array, they went through the stack.
+#define STORE_ROW(R)                                                                                          \
+        if (R < end - begin - m) store_row(t, begin + m + R, n0, halves, a##R##0, a##R##1, sums[m + R], flip, factor, \
+                                           constant, scale, store_mask, out_zero, out_min, out_max_less_zero);
+        STORE_ROW(0) STORE_ROW(1) STORE_ROW(2) STORE_ROW(3) STORE_ROW(4) STORE_ROW(5) STORE_ROW(6) STORE_ROW(7)
+#undef STORE_ROW
     }
 }
 
