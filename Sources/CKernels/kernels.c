@@ -243,7 +243,7 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
         const int8_t* bq = b;
         for (int32_t s = 0; s < count; s++) {
             const uint8_t* rows[MR];
-            for (int r = 0; r < MR; r++) rows[r] = segments[s * MAX_ROWS_PER_TASK + (m + r < end - begin ? m + r : end - begin - 1)];
+            for (int r = 0; r < MR; r++) rows[r] = segments[s * MAX_ROWS_PER_TASK + m + r];
             for (int32_t q = 0; q < quads; q++, bq += 4 * SPOTTER_CONV_NR) {
                 const __m512i b0 = _mm512_loadu_si512(bq), b1 = halves == 2 ? _mm512_loadu_si512(bq + 64) : b0;
 #define PRODUCTS(R)                                                                     \
@@ -296,6 +296,10 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
     } else {
         im2col_rows(c, t->input, begin, end, columns);
         for (int32_t r = 0; r < end - begin; r++) segments[r] = columns + (size_t)r * c->k4;
+    }
+    // A last tile of fewer than MR rows repeats the last row (its products are not stored).
+    for (int32_t s = 0; s < count; s++) {
+        for (int32_t r = end - begin; r % MR; r++) segments[s * MAX_ROWS_PER_TASK + r] = segments[s * MAX_ROWS_PER_TASK + end - begin - 1];
     }
     int32_t sums[MAX_ROWS_PER_TASK];
     if (!flip) {
