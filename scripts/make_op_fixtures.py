@@ -487,6 +487,7 @@ def main():
     folded_pad_cases()
     conv_silu_cases()
     softmax_rows_of_16_cases()
+    concat_conv_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -549,6 +550,48 @@ def softmax_rows_of_16_cases():
           {"scale": 1 / 256, "zp": 0}, Opt.SoftmaxOptions, options("SoftmaxOptions", Beta=1.0))
     unary("softmax_int8_rows_of_16_beta", Op.SOFTMAX, TT.INT8, [1, 40, 16], {"scale": 0.02, "zp": 5},
           {"scale": 1 / 256, "zp": -128}, Opt.SoftmaxOptions, options("SoftmaxOptions", Beta=2.5))
+
+
+def concat_then_conv(name, type, shape, channels, cout, concat_also_output=False, made_parts=False):
+    """CONCATENATION along channels of parts with `channels` each (one quantization), then a 1x1
+    CONV_2D reading it, as YOLOv8's C2f and SPPF blocks end. With `made_parts` the two parts are
+    made by an ADD and a SUB of the inputs, and another ADD writes a model output between the
+    CONCATENATION and the convolution (its storage must not reuse the parts')."""
+    total = sum(channels)
+    (in_s, in_zp), filt, bias = quantized_filter(type, [cout, 1, 1, total], cout, 0, 128, (0.002, 0.01))
+    q = {"scale": in_s, "zp": in_zp}
+    out_q = {"scale": 0.09, "zp": 100} if type == TT.UINT8 else {"scale": 0.07, "zp": 6}
+    opt = options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE,
+                  DilationWFactor=1, DilationHFactor=1)
+    concat = options("ConcatenationOptions", Axis=3, FusedActivationFunction=Act.NONE)
+    parts = [T(shape[:3] + [c], type, **q) for c in channels]
+    if not made_parts:
+        n = len(parts)
+        tensors = parts + [T(shape[:3] + [total], type, **q), filt, bias, T(shape[:3] + [cout], type, **out_q)]
+        save(name, tensors, list(range(n)), [n + 3, n] if concat_also_output else [n + 3], [
+            (Op.CONCATENATION, None, list(range(n)), [n], Opt.ConcatenationOptions, concat, None),
+            (Op.CONV_2D, None, [n, n + 1, n + 2], [n + 3], Opt.Conv2DOptions, opt, None)])
+        return
+    # 0, 1: inputs; 2, 3: ADD and SUB of them (the parts); 4: concatenated; 5: ADD written in between; 6-8: the convolution.
+    tensors = parts + [T(shape[:3] + [c], type, **q) for c in channels] + [T(shape[:3] + [total], type, **q),
+                                                                           T(shape[:3] + [channels[0]], type, **q),
+                                                                           filt, bias, T(shape[:3] + [cout], type, **out_q)]
+    save(name, tensors, [0, 1], [8, 5], [
+        (Op.ADD, None, [0, 1], [2], Opt.AddOptions, options("AddOptions"), None),
+        (Op.SUB, None, [0, 1], [3], Opt.SubOptions, options("SubOptions"), None),
+        (Op.CONCATENATION, None, [2, 3], [4], Opt.ConcatenationOptions, concat, None),
+        (Op.ADD, None, [1, 0], [5], Opt.AddOptions, options("AddOptions"), None),
+        (Op.CONV_2D, None, [4, 6, 7], [8], Opt.Conv2DOptions, opt, None)])
+
+
+def concat_conv_cases():
+    """The fast path folds a CONCATENATION into the 1x1 convolution reading it: equal int8 parts,
+    unequal uint8 parts over a batch of two (the row sums), parts made by operators with another
+    tensor written in between, and a concatenation that is also a model output (not folded)."""
+    concat_then_conv("concat_then_conv1x1_int8_three_parts", TT.INT8, [1, 11, 13, 0], [16, 16, 16], 40)
+    concat_then_conv("concat_then_conv1x1_uint8_unequal_batch2", TT.UINT8, [2, 5, 7, 0], [32, 8], 20)
+    concat_then_conv("concat_then_conv1x1_int8_parts_made", TT.INT8, [1, 9, 10, 0], [16, 16], 24, made_parts=True)
+    concat_then_conv("concat_then_conv1x1_int8_concat_also_output", TT.INT8, [1, 6, 7, 0], [8, 12], 16, concat_also_output=True)
 
 
 def output_size(h, w, k, stride, dilation, padding):

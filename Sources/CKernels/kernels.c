@@ -158,6 +158,10 @@ typedef struct {
     void* output;
     int32_t rows;
     int32_t rows_per_task;
+    /// 0, or a 1x1 layer's input as the channel concatenation of part_count tensors (spotter_conv_run_parts).
+    int32_t part_count;
+    const uint8_t* const* parts;
+    const int32_t* part_channels;
 } task_context;
 
 /// 4 bytes at `p` in every lane, XOR `flip` (0 or 0x80808080 in every lane): a load that broadcasts,
@@ -219,12 +223,12 @@ TARGET static inline __attribute__((always_inline)) void store_row(const task_co
 }
 
 /// One block of 32 channels over a task's rows, MR rows a tile. Each row's receptive field is
-/// `count` segments of `quads` groups of 4 bytes: `segments[s * MAX_ROWS_PER_TASK + r]` is segment
-/// s of row r (the weights run through the segments in order). `halves` (a constant in each
+/// `count` segments, segment s `quads[s]` groups of 4 bytes: `segments[s * MAX_ROWS_PER_TASK + r]`
+/// is segment s of row r (the weights run through the segments in order). `halves` (a constant in each
 /// instance) is 2, or 1 for a block whose channels end in its first 16: the second half's products
 /// are then not computed at all (a first layer's 16 channels, YOLO's 80-class heads).
 TARGET static inline __attribute__((always_inline)) void block_tiles(const task_context* t, int32_t begin, int32_t end,
-                                                                     const uint8_t* const* segments, int32_t count, int32_t quads,
+                                                                     const uint8_t* const* segments, int32_t count, const int32_t* quads,
                                                                      const int32_t* sums, const int8_t* b, int32_t n0,
                                                                      const int32_t flip, const int halves, const __m512i* factor,
                                                                      const __m512i* constant, const __m512* scale, const __mmask16* store_mask) {
@@ -244,7 +248,7 @@ TARGET static inline __attribute__((always_inline)) void block_tiles(const task_
         for (int32_t s = 0; s < count; s++) {
             const uint8_t* rows[MR];
             for (int r = 0; r < MR; r++) rows[r] = segments[s * MAX_ROWS_PER_TASK + m + r];
-            for (int32_t q = 0; q < quads; q++, bq += 4 * SPOTTER_CONV_NR) {
+            for (int32_t q = 0; q < quads[s]; q++, bq += 4 * SPOTTER_CONV_NR) {
                 const __m512i b0 = _mm512_loadu_si512(bq), b1 = halves == 2 ? _mm512_loadu_si512(bq + 64) : b0;
 #define PRODUCTS(R)                                                                     \
                 {                                                                       \
@@ -278,16 +282,28 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
     const int32_t end = begin + t->rows_per_task < t->rows ? begin + t->rows_per_task : t->rows;
     // At most MAX_SEGMENTS filter rows: the task keeps a pointer per row and filter row on its stack.
     const int segmented = !c->direct && c->row_stride > 0 && c->dil_w == 1 && c->k_h <= MAX_SEGMENTS;
-    const int32_t count = segmented ? c->k_h : 1;
+    const int32_t count = t->part_count ? t->part_count : segmented ? c->k_h : 1;
     const int32_t length = c->direct ? c->in_c : segmented ? c->row_stride : c->k4;
-    // Bytes of each segment that are taps (the rest meet zero weights and stay out of the row sums).
-    const int32_t taps = c->direct ? c->in_c : segmented ? c->k_w * c->in_c : c->k;
+    // Per segment: groups of 4 bytes, and bytes that are taps (the rest meet zero weights and stay
+    // out of the row sums).
+    int32_t quads[MAX_SEGMENTS], taps[MAX_SEGMENTS];
+    for (int32_t s = 0; s < count; s++) {
+        quads[s] = t->part_count ? t->part_channels[s] / 4 : length / 4;
+        taps[s] = t->part_count ? t->part_channels[s] : c->direct ? c->in_c : segmented ? c->k_w * c->in_c : c->k;
+    }
     // im2col rows, or the copies of edge pixels' filter rows, on the task's stack (at most
     // SPOTTER_CONV_MAX_TASK_BYTES).
     // With segments, a filter row of x_zero bytes follows the rows for those wholly in the padding.
     uint8_t columns[c->direct ? 1 : (size_t)(end - begin) * c->k4 + (segmented ? (size_t)length : 0)];
     const uint8_t* segments[count * MAX_ROWS_PER_TASK];
-    if (c->direct) {
+    if (t->part_count) {
+        // Each part's pixels are its channels apart; the weights follow the parts' channels in order.
+        for (int32_t s = 0; s < count; s++) {
+            for (int32_t r = 0; r < end - begin; r++) {
+                segments[s * MAX_ROWS_PER_TASK + r] = t->parts[s] + (size_t)(begin + r) * (size_t)t->part_channels[s];
+            }
+        }
+    } else if (c->direct) {
         for (int32_t r = 0; r < end - begin; r++) segments[r] = t->input + (size_t)(begin + r) * c->in_c;
     } else if (segmented) {
         uint8_t* padding = columns + (size_t)(end - begin) * c->k4;
@@ -305,14 +321,13 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
     if (!flip) {
         for (int32_t r = 0; r < end - begin; r++) {
             sums[r] = 0;
-            for (int32_t s = 0; s < count; s++) sums[r] += row_sum(segments[s * MAX_ROWS_PER_TASK + r], taps);
+            for (int32_t s = 0; s < count; s++) sums[r] += row_sum(segments[s * MAX_ROWS_PER_TASK + r], taps[s]);
         }
     }
 
     const int32_t blocks = (c->out_c + SPOTTER_CONV_NR - 1) / SPOTTER_CONV_NR;
-    const int32_t quads = c->k4 / 4;
     for (int32_t nb = 0; nb < blocks; nb++) {
-        const int8_t* b = c->packed + (size_t)nb * quads * 4 * SPOTTER_CONV_NR;
+        const int8_t* b = c->packed + (size_t)nb * (size_t)c->k4 * SPOTTER_CONV_NR;
         const int32_t n0 = nb * SPOTTER_CONV_NR;
         __m512i factor[2], constant[2];
         __m512 scale[2];
@@ -327,9 +342,9 @@ TARGET static inline __attribute__((always_inline)) void conv_task(void* opaque,
             valid >= 32 ? (__mmask16)0xFFFF : (valid > 16 ? (__mmask16)((1u << (valid - 16)) - 1) : (__mmask16)0),
         };
         if (valid > 16) {
-            block_tiles(t, begin, end, segments, count, length / 4, sums, b, n0, flip, 2, factor, constant, scale, store_mask);
+            block_tiles(t, begin, end, segments, count, quads, sums, b, n0, flip, 2, factor, constant, scale, store_mask);
         } else {
-            block_tiles(t, begin, end, segments, count, length / 4, sums, b, n0, flip, 1, factor, constant, scale, store_mask);
+            block_tiles(t, begin, end, segments, count, quads, sums, b, n0, flip, 1, factor, constant, scale, store_mask);
         }
     }
     if (c->out_table) {
@@ -344,8 +359,13 @@ TARGET static void conv_task_unsigned(void* opaque, size_t task) { conv_task(opa
 TARGET static void conv_task_signed(void* opaque, size_t task) { conv_task(opaque, task, (int32_t)0x80808080); }
 
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, void* output, pthreadpool_t pool) {
-    task_context context = {conv, input, output, conv->batches * conv->out_h * conv->out_w,
-                            conv->direct ? MAX_ROWS_PER_TASK : task_rows(conv->k4)};
+    spotter_conv_run_parts(conv, &input, &conv->in_c, 0, output, pool);
+}
+
+void spotter_conv_run_parts(const spotter_conv* conv, const uint8_t* const* parts, const int32_t* channels, int32_t count,
+                            void* output, pthreadpool_t pool) {
+    task_context context = {conv, parts[0], output, conv->batches * conv->out_h * conv->out_w,
+                            conv->direct ? MAX_ROWS_PER_TASK : task_rows(conv->k4), count, parts, channels};
     const size_t tasks = (size_t)((context.rows + context.rows_per_task - 1) / context.rows_per_task);
     pthreadpool_parallelize_1d(pool, conv->a_flip ? conv_task_signed : conv_task_unsigned, &context, tasks, 0);
 }

@@ -116,7 +116,8 @@ public final class Interpreter {
         sharesThreads = threads != nil && pool != nil
         self.shapes = context.shapes
 
-        let plan = try MemoryPlan(graph: graph, shapes: context.shapes, aliases: context.aliases, preserved: options.preservedTensors)
+        let plan = try MemoryPlan(graph: graph, shapes: context.shapes, aliases: context.aliases, lateReads: context.lateReads,
+                                  preserved: options.preservedTensors)
         guard plan.arenaSize <= options.maxArenaBytes else {
             throw InterpreterError.arenaTooLarge(bytes: plan.arenaSize, limit: options.maxArenaBytes)
         }
@@ -257,7 +258,8 @@ public final class Interpreter {
         case is PReLU.Absorbed: "prelu"
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"
-        case is VNNIConvolution.FoldedPad.Absorbed, is SiLU.Folded: "folded into its convolution"
+        case is VNNIConvolution.FoldedPad.Absorbed, is VNNIConvolution.FoldedConcatenation.Absorbed, is SiLU.Folded:
+            "folded into its convolution"
         case is GlobalDepthwise: "global"
         case is AVX512Depthwise: "avx512"
         case is FoldedRelu: "folded"

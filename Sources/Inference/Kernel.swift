@@ -92,6 +92,12 @@ final class PrepareContext {
 
     func alias(output: Int, to input: Int) { aliases[output] = input }
 
+    /// Tensors a kernel reads at a later operator than the graph's (tensor -> that operator's
+    /// index), which ``MemoryPlan`` keeps alive until then.
+    private(set) var lateReads: [Int: Int] = [:]
+
+    func read(_ tensor: Int, lateAt index: Int) { lateReads[tensor] = max(lateReads[tensor] ?? index, index) }
+
     /// Operators whose work a kernel prepared before them already did (a RELU folded into the ADD
     /// it follows): they are prepared as no-ops whose output shares their input's storage.
     var absorbed: Set<Int> = []
@@ -105,6 +111,9 @@ final class PrepareContext {
     /// MULs of a SiLU whose table the convolution writing its input applies (``SiLU/fusing(into:_:)``):
     /// the MUL's index -> that input.
     var foldedSiLUs: [Int: Int] = [:]
+
+    /// 1x1 convolutions that read a CONCATENATION's inputs in place (``VNNIConvolution/FoldedConcatenation``), by index.
+    var foldedConcatenations: [Int: VNNIConvolution.FoldedConcatenation] = [:]
 
     /// Convolutions that read a PAD's input with its padding (``VNNIConvolution/FoldedPad``), by index.
     var foldedPads: [Int: VNNIConvolution.FoldedPad] = [:]

@@ -5,7 +5,9 @@ import TFLiteFormat
 /// A tensor lives from the operator that writes it (or the start, for graph inputs) to the last
 /// operator that reads it (or the end, for graph outputs and preserved tensors). Tensors are placed
 /// largest first at the lowest offset that overlaps no live neighbour, as TFLite's greedy-by-size
-/// planner does. Aliased tensors (RESHAPE, SQUEEZE outputs) share their input's placement.
+/// planner does. Aliased tensors (RESHAPE, SQUEEZE outputs) share their input's placement. A
+/// kernel may read a tensor later than the graph says (`lateReads`: a convolution reading the
+/// inputs of a CONCATENATION folded into it), which keeps the tensor alive until then.
 struct MemoryPlan {
     static let alignment = 64
 
@@ -14,7 +16,7 @@ struct MemoryPlan {
     /// Whether a tensor's contents stay valid after `invoke()`.
     var readable: [Bool]
 
-    init(graph: Subgraph, shapes: [[Int]], aliases: [Int: Int], preserved: Interpreter.Options.Preserved) throws {
+    init(graph: Subgraph, shapes: [[Int]], aliases: [Int: Int], lateReads: [Int: Int] = [:], preserved: Interpreter.Options.Preserved) throws {
         let count = graph.tensors.count
         let end = graph.operators.count
         offsets = Array(repeating: nil, count: count)
@@ -50,6 +52,7 @@ struct MemoryPlan {
             for tensor in op.inputs where tensor >= 0 && !graph.tensors[tensor].isConstant { try use(tensor, at: time) }
             for tensor in op.outputs { try use(tensor, at: time) }
         }
+        for (tensor, time) in lateReads { try use(tensor, at: time) }
         for tensor in keep where !graph.tensors[tensor].isConstant {
             try use(tensor, at: end)
             readable[tensor] = true

@@ -146,12 +146,29 @@ import TFLiteFormat
         try Self.expectLiteRTXNNPACKBytes(interpreter, name)
     }
 
+    /// On VNNI machines a CONCATENATION along channels that only a 1x1 8-bit convolution reads is
+    /// folded into it (the convolution reads each part where it is): equal and unequal parts, a
+    /// batch of two, parts that die at the CONCATENATION in the graph but must live until the
+    /// convolution (another tensor is written in between). One that is also a model output is made.
+    /// Either way the bytes are LiteRT's XNNPACK bytes.
+    @Test("a CONCATENATION is folded into the 1x1 convolution after it only when nothing else reads it", arguments: [
+        ("concat_then_conv1x1_int8_three_parts", ["folded into its convolution", "vnni"]),
+        ("concat_then_conv1x1_uint8_unequal_batch2", ["folded into its convolution", "vnni"]),
+        ("concat_then_conv1x1_int8_parts_made", ["xnnpack", "xnnpack", "folded into its convolution", "xnnpack", "vnni"]),
+        ("concat_then_conv1x1_int8_concat_also_output", ["pooled", "vnni"]),
+    ])
+    func concatenationIsFoldedOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        if Self.cpuHasVNNI { #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)") }
+        try Self.expectLiteRTXNNPACKBytes(interpreter, name)
+    }
+
     /// With every tensor preserved, the fast path's fusions stand down (a SiLU's sigmoid, a sum a
     /// RELU is folded into, a PReLU's steps, a padded tensor are all written as themselves), so each
     /// intermediate reads as the reference kernels computed it: within one step, or 1e-4 for floats.
     @Test("preserved intermediates of fused patterns hold their own values on the fast path", arguments: [
         "silu_int8", "add_then_relu6_int8", "add_then_relu_float32", "prelu_pattern_float32", "conv_then_prelu_pattern_float32",
-        "pad_then_conv2d_int8_3x3_s2_valid", "pad_channels_then_add_relu_float32",
+        "pad_then_conv2d_int8_3x3_s2_valid", "pad_channels_then_add_relu_float32", "concat_then_conv1x1_int8_parts_made",
     ])
     func preservedIntermediatesOfFusedPatterns(_ name: String) throws {
         let reference = try Self.run(name, .reference, preserved: .all), fast = try Self.run(name, .xnnpack, preserved: .all)

@@ -87,6 +87,13 @@ typedef struct spotter_conv {
 /// `output` holds bytes, or floats when conv->out_bias is set.
 void spotter_conv_run(const spotter_conv* conv, const uint8_t* input, void* output, pthreadpool_t pool);
 
+/// Runs a 1x1 convolution that reads its input in place (conv->direct) from `count` tensors (1 to
+/// SPOTTER_CONV_MAX_SEGMENTS) whose channel concatenation it is: part s has channels[s] channels (a
+/// multiple of 4) per pixel at parts[s], and the channels add up to conv->in_c. `count` 0 reads
+/// parts[0] as the whole input.
+void spotter_conv_run_parts(const spotter_conv* conv, const uint8_t* const* parts, const int32_t* channels, int32_t count,
+                            void* output, pthreadpool_t pool);
+
 /// The smallest and largest of `count` floats (count > 0), on AVX-512 (VNNI machines); spans of
 /// the floats are split across the pool's threads (pool may be NULL).
 void spotter_min_max_f32(const float* x, size_t count, float* min, float* max, pthreadpool_t pool);

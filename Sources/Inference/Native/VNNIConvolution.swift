@@ -25,6 +25,9 @@ final class VNNIConvolution: Kernel {
     static let maximumFieldLength = Int(SPOTTER_CONV_MAX_TASK_BYTES) / 8
 
     private let input, output: Int
+    /// The inputs of a CONCATENATION folded into this 1x1 layer and their channels (``FoldedConcatenation``), or empty.
+    private let parts: [Int]
+    private let partChannels: [Int32]
     private let pool: ThreadPool
     private var conv = spotter_conv()
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
@@ -91,8 +94,51 @@ final class VNNIConvolution: Kernel {
         return FoldedPad.Absorbed()
     }
 
+    /// A CONCATENATION along channels of 8-bit tensors that only a 1x1 8-bit CONV_2D after it reads
+    /// (YOLOv8's C2f and SPPF blocks), with one quantization for all: the convolution reads each
+    /// input where it is, as consecutive runs of its receptive field, so the concatenated copy is
+    /// never made. Kept by the index of the convolution.
+    struct FoldedConcatenation {
+        let parts: [Int]
+    }
+
+    /// At a CONCATENATION: claims it for the convolution reading it when they form a
+    /// ``FoldedConcatenation`` this kernel runs (the CONCATENATION then does nothing); nil otherwise.
+    static func claim(concatenation ctx: PrepareContext, axis: Int, activation: FusedActivation) throws -> Kernel? {
+        let op = ctx.op!, graph = ctx.graph, output = op.outputs[0]
+        guard isAvailable, activation == .none, (1...Int(SPOTTER_CONV_MAX_SEGMENTS)).contains(op.inputs.count), !ctx.isObservable(output),
+              let q = ctx.quantization(output), q.scales.count == 1 else { return nil }
+        let first = ctx.shape(op.inputs[0])
+        guard first.count == 4, axis == 3 || axis == -1 else { return nil }
+        for part in op.inputs {
+            let shape = ctx.shape(part)
+            // Each part's channels are read in groups of 4 bytes; one quantization, so no bytes change.
+            guard part >= 0, !ctx.isConstant(part), ctx.type(part) == ctx.type(output), shape.count == 4, shape.dropLast() == first.dropLast(),
+                  shape[3] > 0, shape[3] % 4 == 0, let p = ctx.quantization(part), p.scales == q.scales, p.zeroPoints == q.zeroPoints
+            else { return nil }
+        }
+        let readers = graph.operators.filter { $0.inputs.contains(output) }
+        guard readers.count == 1, let conv = readers.first, conv.code.builtin == .conv2D, conv.index > op.index, conv.inputs.first == output,
+              conv.inputs.dropFirst().allSatisfy({ $0 != output }), case .conv2D(let options) = conv.options,
+              options.strideWidth == 1, options.strideHeight == 1, conv.inputs.count > 1, ctx.isConstant(conv.inputs[1]),
+              ctx.shape(conv.inputs[1]).count == 4, ctx.shape(conv.inputs[1])[1] == 1, ctx.shape(conv.inputs[1])[2] == 1,
+              let field = ctx.eightBitConvolutionField(of: conv), field <= maximumFieldLength else { return nil }
+        let channels = op.inputs.reduce(0) { $0 + ctx.shape($1)[3] }
+        guard field == channels else { return nil }
+        try ctx.setShape(output, first.dropLast() + [channels])
+        // The concatenated tensor is never written; it shares the first part's storage (it is not
+        // readable), and every part stays alive until the convolution reads it.
+        ctx.alias(output: output, to: op.inputs[0])
+        for part in op.inputs { ctx.read(part, lateAt: conv.index) }
+        ctx.foldedConcatenations[conv.index] = FoldedConcatenation(parts: op.inputs)
+        return FoldedConcatenation.Absorbed()
+    }
+
     private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions, hybrid isHybrid: Bool) throws {
         let folded = ctx.foldedPads[ctx.op.index]
+        let concatenated = ctx.foldedConcatenations[ctx.op.index]
+        parts = concatenated?.parts ?? []
+        partChannels = parts.map { Int32(ctx.shape($0)[3]) }
         input = folded?.x ?? ctx.input(0)
         output = ctx.output(0)
         self.pool = pool
@@ -119,6 +165,7 @@ final class VNNIConvolution: Kernel {
 
         let direct = g.filterHeight == 1 && g.filterWidth == 1 && g.strideHeight == 1 && g.strideWidth == 1
             && g.padTop == 0 && g.padLeft == 0 && g.inputChannels % 4 == 0
+        if concatenated != nil, !direct || isHybrid { throw ctx.fail("the CONCATENATION folded into this convolution needs a 1x1 8-bit layer") }
         let rowLength = g.filterWidth * g.inputChannels
         let layout = Self.fieldLayout(filterHeight: g.filterHeight, rowLength: rowLength, dilationWidth: g.dilationWidth, direct: direct)
         let k4 = layout.k4
@@ -239,7 +286,12 @@ final class VNNIConvolution: Kernel {
     func run(_ memory: TensorMemory) {
         guard let hybrid else {
             withUnsafePointer(to: &conv) { conv in
-                spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.active)
+                if parts.isEmpty {
+                    spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.active)
+                    return
+                }
+                let bases: [UnsafePointer<UInt8>?] = parts.map { UnsafePointer(memory.typed($0, UInt8.self)) }
+                spotter_conv_run_parts(conv, bases, partChannels, Int32(parts.count), memory.typed(output, UInt8.self), pool.active)
             }
             return
         }
@@ -265,6 +317,14 @@ final class VNNIConvolution: Kernel {
                                  target + batch * outputCount, pool.active)
             }
         }
+    }
+}
+
+extension VNNIConvolution.FoldedConcatenation {
+    /// The CONCATENATION: its output is never written or read.
+    final class Absorbed: Kernel {
+        var readsConstantInputs: Bool { false }
+        func run(_ memory: TensorMemory) {}
     }
 }
 

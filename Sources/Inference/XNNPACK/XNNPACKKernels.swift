@@ -64,6 +64,7 @@ enum XNNPACKKernels {
         case (.quantize, _), (.dequantize, _):
             return try convert(ctx, pool)
         case (.concatenation, .concatenation(let axis, let activation)) where [.int8, .uint8].contains(type):
+            if let absorbed = try VNNIConvolution.claim(concatenation: ctx, axis: axis, activation: activation) { return absorbed }
             let concatenation = try Concatenation(ctx, axis: axis, activation: activation)
             return PooledRows(concatenation, rowBytes: concatenation.rowBytes, pool: pool)
         case (.transpose, _) where op.inputs.count == 2:
