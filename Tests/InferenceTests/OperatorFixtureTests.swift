@@ -107,13 +107,24 @@ import TFLiteFormat
     }
 
     /// YOLOv8's `x * LOGISTIC(x)` becomes one table lookup on the fast path, unless something else
-    /// reads the LOGISTIC's output; either way the bytes are LiteRT's XNNPACK bytes.
+    /// reads the LOGISTIC's output (which is then its own table of bytes where the CPU has VBMI);
+    /// either way the bytes are LiteRT's XNNPACK bytes.
     @Test("SiLU is one table only where the sigmoid is not needed elsewhere", arguments: [
-        ("silu_int8", "silu"), ("silu_uint8", "silu"), ("silu_int8_sigmoid_also_output", "xnnpack"),
+        ("silu_int8", ["silu", "silu"]), ("silu_uint8", ["silu", "silu"]),
+        ("silu_int8_sigmoid_also_output", [cpuHasVBMI ? "table" : "xnnpack", "xnnpack"]),
     ])
-    func siluIsFusedOnlyWhenSafe(_ name: String, _ backend: String) throws {
+    func siluIsFusedOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
         let interpreter = try Self.run(name, .xnnpack)
-        #expect(try interpreter.profile(runs: 1).map(\.backend) == [backend, backend], "\(name)")
+        #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
+        try Self.expectLiteRTXNNPACKBytes(interpreter, name)
+    }
+
+    /// Where the CPU has VBMI an 8-bit LOGISTIC is a table of XNNPACK's 256 bytes looked up 64 at
+    /// a time: LiteRT's XNNPACK bytes.
+    @Test("8-bit LOGISTIC as a table equals LiteRT's XNNPACK outputs", arguments: ["logistic_uint8", "logistic_int8"])
+    func logisticTableEqualsLiteRT(_ name: String) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        if Self.cpuHasVBMI { #expect(try interpreter.profile(runs: 1).map(\.backend) == ["table"], "\(name)") }
         try Self.expectLiteRTXNNPACKBytes(interpreter, name)
     }
 

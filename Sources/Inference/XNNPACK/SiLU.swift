@@ -87,22 +87,16 @@ final class SiLU: Kernel {
     private static func table(_ ctx: PrepareContext, x input: Int, sigmoid s: Int, output: Int, activation: FusedActivation) throws -> [UInt8] {
         let x = try ctx.quantized(input), y = try ctx.quantized(s), o = try ctx.quantized(output)
         let range = FixedPoint.activationRange(activation, scale: o.scale, zeroPoint: o.zeroPoint, type: ctx.type(output))
-        // XNNPACK keeps the pointers given at setup until the run: one buffer that outlives both,
+        // XNNPACK keeps the pointers given at setup until the run: one buffer that outlives it,
         // holding the 256 input bytes, their sigmoid and the product.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 3 * 256, alignment: 64)
         defer { buffer.deallocate() }
         for byte in 0..<256 { buffer[byte] = UInt8(byte) }
+        for (byte, value) in try ByteTable.sigmoid(ctx, x: input, y: s).enumerated() { buffer[256 + byte] = value }
         let bytes = buffer.baseAddress!, sigmoid = bytes + 256, product = bytes + 512
         let signed = ctx.type(input) == .int8
-        try run(ctx, "sigmoid", create: {
-            signed ? xnn_create_sigmoid_nc_qs8(1, 1, 1, Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, -128, 127, 0, $0)
-                   : xnn_create_sigmoid_nc_qu8(1, 1, 1, UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, 0, 255, 0, $0)
-        }, setup: { op in
-            signed ? xnn_setup_sigmoid_nc_qs8(op, 256, bytes.assumingMemoryBound(to: Int8.self), sigmoid.assumingMemoryBound(to: Int8.self), nil)
-                   : xnn_setup_sigmoid_nc_qu8(op, 256, bytes.assumingMemoryBound(to: UInt8.self), sigmoid.assumingMemoryBound(to: UInt8.self), nil)
-        })
         var shape = 256
-        try run(ctx, "multiply", create: {
+        try ByteTable.runOnce(ctx, "multiply", create: {
             signed ? xnn_create_multiply_nd_qs8(Int8(x.zeroPoint), x.scale, Int8(y.zeroPoint), y.scale, Int8(o.zeroPoint), o.scale,
                                                 Int8(range.min), Int8(range.max), 0, $0)
                    : xnn_create_multiply_nd_qu8(UInt8(x.zeroPoint), x.scale, UInt8(y.zeroPoint), y.scale, UInt8(o.zeroPoint), o.scale,
@@ -115,17 +109,6 @@ final class SiLU: Kernel {
                                                sigmoid.assumingMemoryBound(to: UInt8.self), product.assumingMemoryBound(to: UInt8.self), nil)
         })
         return Array(UnsafeRawBufferPointer(start: product, count: 256))
-    }
-
-    /// Creates, sets up and runs one XNNPACK operator on the calling thread, then deletes it.
-    private static func run(_ ctx: PrepareContext, _ name: String, create: (UnsafeMutablePointer<xnn_operator_t?>) -> xnn_status,
-                            setup: (xnn_operator_t) -> xnn_status) throws {
-        var op: xnn_operator_t?
-        guard create(&op) == xnn_status_success, let op else { throw ctx.fail("XNNPACK could not create the SiLU table's \(name)") }
-        defer { xnn_delete_operator(op) }
-        guard setup(op) == xnn_status_success, xnn_run_operator(op, nil) == xnn_status_success else {
-            throw ctx.fail("XNNPACK could not compute the SiLU table's \(name)")
-        }
     }
 
     func run(_ memory: TensorMemory) {

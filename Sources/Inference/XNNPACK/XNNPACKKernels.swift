@@ -50,6 +50,7 @@ enum XNNPACKKernels {
         case (.fullyConnected, .fullyConnected(let activation, let keepNumDims, 0)):
             return try fullyConnected(ctx, pool, activation, keepNumDims)
         case (.logistic, _):
+            if let kernel = try ByteTable.make(ctx, pool: pool) { return kernel }
             return try sigmoid(ctx, pool)
         case (.add, .add(let activation)):
             return try binary(ctx, pool, activation, .add)
