@@ -254,8 +254,8 @@ public final class Interpreter {
         case is XNNPACKKernel: "xnnpack"
         case is VNNIConvolution: "vnni"
         case is AVX2Convolution, is AVX2QuantizedConvolution: "avx2"
-        case is SiLU, is SiLU.Absorbed: "silu"
-        case is ByteTable: "table"
+        case let table as ByteTable: table.label
+        case is SiLU.Absorbed: "silu"
         case is PReLU.Absorbed: "prelu"
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"

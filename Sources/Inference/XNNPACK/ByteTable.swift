@@ -2,15 +2,18 @@ internal import CKernels
 internal import CXNNPACK
 import TFLiteFormat
 
-/// An 8-bit LOGISTIC as a table of its 256 output bytes, which XNNPACK's own sigmoid operator
-/// computes at load, looked up 64 bytes at a time with AVX-512 VBMI (XNNPACK 2022 looks them up
-/// one at a time): the same bytes, faster (YOLOv8's class scores). Used where the CPU has VBMI.
+/// An 8-bit operator whose output byte depends on its input byte alone, as a table of the 256
+/// output bytes XNNPACK's own operators compute at load, looked up 64 bytes at a time where the CPU
+/// has AVX-512 VBMI (XNNPACK 2022 looks them up one at a time): an 8-bit LOGISTIC (YOLOv8's class
+/// scores; made here where the CPU has VBMI) and a SiLU's MUL (``SiLU``).
 final class ByteTable: Kernel {
     var readsConstantInputs: Bool { false }
 
     private let input, output, count: Int
     private let pool: ThreadPool
     private let table: [UInt8]
+    /// What ``Interpreter/profile(runs:)`` says runs the operator: "table" or "silu".
+    let label: String
 
     /// Whether this CPU looks bytes up 64 at a time (checked once per process).
     static let isAvailable = spotter_has_vbmi() != 0
@@ -22,16 +25,13 @@ final class ByteTable: Kernel {
         guard isAvailable, op.code.builtin == .logistic, op.inputs.count == 1, [.int8, .uint8].contains(ctx.type(op.inputs[0])),
               ctx.type(op.outputs[0]) == ctx.type(op.inputs[0]), let table = try? sigmoid(ctx, x: op.inputs[0], y: op.outputs[0])
         else { return nil }
-        return try ByteTable(ctx, table: table, pool: pool)
+        try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
+        return ByteTable(input: op.inputs[0], output: op.outputs[0], count: ctx.shape(op.inputs[0]).reduce(1, *), table: table,
+                         label: "table", pool: pool)
     }
 
-    private init(_ ctx: PrepareContext, table: [UInt8], pool: ThreadPool) throws {
-        input = ctx.input(0)
-        output = ctx.output(0)
-        self.pool = pool
-        self.table = table
-        try ctx.setShape(output, ctx.shape(input))
-        count = ctx.shape(input).reduce(1, *)
+    init(input: Int, output: Int, count: Int, table: [UInt8], label: String, pool: ThreadPool) {
+        (self.input, self.output, self.count, self.table, self.label, self.pool) = (input, output, count, table, label, pool)
     }
 
     func run(_ memory: TensorMemory) {

@@ -3,17 +3,12 @@ internal import CXNNPACK
 import TFLiteFormat
 
 /// `x * LOGISTIC(x)` on 8-bit tensors (SiLU, after every convolution of YOLOv8) in one pass: the MUL
-/// looks each byte of `x` up in a table that XNNPACK's own sigmoid and multiply operators computed
-/// for all 256 inputs at load, so the bytes are the ones the two operators would write; the
-/// LOGISTIC, whose output only that MUL reads, does nothing. After an 8-bit convolution on the VNNI
-/// kernel, the convolution applies the table itself (``fusing(into:_:)``) and the MUL does nothing too.
-final class SiLU: Kernel {
-    var readsConstantInputs: Bool { false }
-
-    private let input, output, count: Int
-    private let pool: ThreadPool
-    private let table: [UInt8]
-
+/// looks each byte of `x` up in a table (``ByteTable``) that XNNPACK's own sigmoid and multiply
+/// operators computed for all 256 inputs at load, so the bytes are the ones the two operators would
+/// write; the LOGISTIC, whose output only that MUL reads, does nothing. After an 8-bit convolution
+/// on the VNNI kernel, the convolution applies the table itself (``fusing(into:_:)``) and the MUL
+/// does nothing too.
+enum SiLU {
     /// The kernel for a LOGISTIC or MUL that is part of an 8-bit SiLU, else nil.
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
         let op = ctx.op!
@@ -31,7 +26,10 @@ final class SiLU: Kernel {
         }
         guard op.code.builtin == .mul, case .mul(let activation) = op.options,
               let logistic = logistic(feeding: op, ctx) else { return nil }
-        return try SiLU(ctx, logistic: logistic, activation: activation, pool: pool)
+        let x = logistic.inputs[0], output = op.outputs[0]
+        try ctx.setShape(output, ctx.shape(x))
+        let table = try table(ctx, x: x, sigmoid: logistic.outputs[0], output: output, activation: activation)
+        return ByteTable(input: x, output: output, count: ctx.shape(x).reduce(1, *), table: table, label: "silu", pool: pool)
     }
 
     /// The table of the SiLU reading `x`, claimed for the 8-bit convolution about to write x to
@@ -73,15 +71,6 @@ final class SiLU: Kernel {
         return nil
     }
 
-    private init(_ ctx: PrepareContext, logistic: OperatorInfo, activation: FusedActivation, pool: ThreadPool) throws {
-        input = logistic.inputs[0]
-        output = ctx.output(0)
-        self.pool = pool
-        try ctx.setShape(output, ctx.shape(input))
-        count = ctx.shape(input).reduce(1, *)
-        table = try Self.table(ctx, x: input, sigmoid: logistic.outputs[0], output: output, activation: activation)
-    }
-
     /// The SiLU's output byte for each of the 256 bytes of x, as XNNPACK's sigmoid and multiply
     /// operators compute them with the tensors' quantizations.
     private static func table(_ ctx: PrepareContext, x input: Int, sigmoid s: Int, output: Int, activation: FusedActivation) throws -> [UInt8] {
@@ -109,12 +98,6 @@ final class SiLU: Kernel {
                                                sigmoid.assumingMemoryBound(to: UInt8.self), product.assumingMemoryBound(to: UInt8.self), nil)
         })
         return Array(UnsafeRawBufferPointer(start: product, count: 256))
-    }
-
-    func run(_ memory: TensorMemory) {
-        table.withUnsafeBufferPointer {
-            spotter_lookup_bytes($0.baseAddress, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), count, pool.active)
-        }
     }
 
     /// The LOGISTIC of a SiLU: its output is never read.
