@@ -317,6 +317,21 @@ static void gather_rows(const spotter_conv_f32* c, const float* input, int32_t p
     }
     // Coordinates of p0, then stepped pixel by pixel (no division per pixel).
     int32_t b = p0 / plane, oy = (p0 % plane) / c->out_w, ox = p0 % c->out_w;
+    const int32_t x_first = ox * c->stride_w - c->pad_left, x_last = (ox + count - 1) * c->stride_w - c->pad_left;
+    if (c->dil_w == 1 && ox + count <= c->out_w && x_first >= 0 && x_last + c->k_w <= c->in_w) {
+        // The tile's pixels share an output row and their filter rows lie inside the input rows:
+        // for each filter row, pointers a stride apart (or all at zeros, in the padding).
+        const int32_t y0 = oy * c->stride_h - c->pad_top;
+        const size_t step = (size_t)c->stride_w * (size_t)c->in_c;
+        for (int32_t ky = 0; ky < c->k_h; ky++) {
+            const int32_t y = y0 + ky * c->dil_h;
+            const float* start = input + (((size_t)b * c->in_h + (size_t)(y < 0 ? 0 : y)) * c->in_w + (size_t)x_first) * c->in_c;
+            for (int m = 0; m < MR; m++) {
+                rows[ky * MR + m] = y < 0 || y >= c->in_h ? c->zero : start + (size_t)(m < count ? m : count - 1) * step;
+            }
+        }
+        return;
+    }
     for (int m = 0; m < MR; m++) {
         if (m > 0 && m < count && ++ox == c->out_w) {
             ox = 0;
