@@ -488,6 +488,7 @@ def main():
     conv_silu_cases()
     softmax_rows_of_16_cases()
     concat_conv_cases()
+    dfl_conv_case()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -592,6 +593,17 @@ def concat_conv_cases():
     concat_then_conv("concat_then_conv1x1_uint8_unequal_batch2", TT.UINT8, [2, 5, 7, 0], [32, 8], 20)
     concat_then_conv("concat_then_conv1x1_int8_parts_made", TT.INT8, [1, 9, 10, 0], [16, 16], 24, made_parts=True)
     concat_then_conv("concat_then_conv1x1_int8_concat_also_output", TT.INT8, [1, 6, 7, 0], [8, 12], 16, concat_also_output=True)
+
+
+def dfl_conv_case():
+    """A 1x1 int8 CONV_2D from 16 channels to one, as YOLOv8's box distributions are weighted by
+    0..15 (the fast path's own kernel), on 4 x 37 pixels: not a whole number of its 16-pixel steps."""
+    (in_s, in_zp), filt, bias = quantized_filter(TT.INT8, [1, 1, 1, 16], 1, 0, 128, (0.002, 0.01))
+    opt = options("Conv2DOptions", Padding=Padding.VALID, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE,
+                  DilationWFactor=1, DilationHFactor=1)
+    save("conv2d_int8_1x1_16_to_1", [T([1, 4, 37, 16], TT.INT8, scale=in_s, zp=in_zp), filt, bias,
+                                     T([1, 4, 37, 1], TT.INT8, scale=0.05, zp=-30)], [0], [3],
+         [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
 
 
 def output_size(h, w, k, stride, dilation, padding):
