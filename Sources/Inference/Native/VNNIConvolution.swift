@@ -28,6 +28,8 @@ final class VNNIConvolution: Kernel {
     /// The inputs of a CONCATENATION folded into this 1x1 layer and their channels (``FoldedConcatenation``), or empty.
     private let parts: [Int]
     private let partChannels: [Int32]
+    /// Where the parts are at each run (set before each call; no allocation per run).
+    private let partBases: UnsafeMutableBufferPointer<UnsafePointer<UInt8>?>
     private let pool: ThreadPool
     private var conv = spotter_conv()
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
@@ -139,6 +141,8 @@ final class VNNIConvolution: Kernel {
         let concatenated = ctx.foldedConcatenations[ctx.op.index]
         parts = concatenated?.parts ?? []
         partChannels = parts.map { Int32(ctx.shape($0)[3]) }
+        partBases = .allocate(capacity: parts.count)
+        partBases.initialize(repeating: nil)
         input = folded?.x ?? ctx.input(0)
         output = ctx.output(0)
         self.pool = pool
@@ -281,6 +285,7 @@ final class VNNIConvolution: Kernel {
         hybrid?.bias.deallocate()
         hybrid?.prelu?.deallocate()
         table?.deallocate()
+        partBases.deallocate()
     }
 
     func run(_ memory: TensorMemory) {
@@ -290,8 +295,11 @@ final class VNNIConvolution: Kernel {
                     spotter_conv_run(conv, memory.typed(input, UInt8.self), memory.typed(output, UInt8.self), pool.active)
                     return
                 }
-                let bases: [UnsafePointer<UInt8>?] = parts.map { UnsafePointer(memory.typed($0, UInt8.self)) }
-                spotter_conv_run_parts(conv, bases, partChannels, Int32(parts.count), memory.typed(output, UInt8.self), pool.active)
+                for (s, part) in parts.enumerated() { partBases[s] = UnsafePointer(memory.typed(part, UInt8.self)) }
+                partChannels.withUnsafeBufferPointer { channels in
+                    spotter_conv_run_parts(conv, partBases.baseAddress, channels.baseAddress, Int32(parts.count),
+                                           memory.typed(output, UInt8.self), pool.active)
+                }
             }
             return
         }
