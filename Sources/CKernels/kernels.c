@@ -369,9 +369,12 @@ TARGET static void conv_task_dot16(void* opaque, size_t task) {
     for (int q = 0; q < 4; q++) memcpy(w + 4 * q, c->packed + (size_t)q * 4 * SPOTTER_CONV_NR, 4);
     for (int r = 1; r < 4; r++) memcpy(w + 16 * r, w, 16);
     const __m512i weights = _mm512_loadu_si512(w), flip = _mm512_set1_epi32(c->a_flip);
-    const __m512i constant = _mm512_set1_epi32(c->col_const[0]), out_zero = _mm512_set1_epi32(c->out_zero);
-    const __m512i out_min = _mm512_set1_epi32(c->out_min);
-    const __m512 scale = _mm512_set1_ps(c->scale[0]), out_max_less_zero = _mm512_set1_ps((float)(c->out_max - c->out_zero));
+    // The one channel's requantization in every lane, for store_row (the lanes are pixels here).
+    const __m512i factor[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    const __m512i constant[2] = {_mm512_set1_epi32(c->col_const[0]), _mm512_setzero_si512()};
+    const __m512 scale[2] = {_mm512_set1_ps(c->scale[0]), _mm512_setzero_ps()};
+    const __m512i out_zero = _mm512_set1_epi32(c->out_zero), out_min = _mm512_set1_epi32(c->out_min);
+    const __m512 out_max_less_zero = _mm512_set1_ps((float)(c->out_max - c->out_zero));
     // Lane 4L + k of the sums holds pixel 4k + L: back to pixel order.
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     uint8_t* out = (uint8_t*)t->output;
@@ -387,10 +390,10 @@ TARGET static void conv_task_dot16(void* opaque, size_t task) {
         const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
         const __m512i v = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
         const __m512i sums = _mm512_add_epi32(_mm512_unpacklo_epi64(u, v), _mm512_unpackhi_epi64(u, v));
-        __m512i acc = _mm512_add_epi32(_mm512_permutexvar_epi32(order, sums), constant);
-        const __m512 f = _mm512_min_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale), out_max_less_zero);
-        acc = _mm512_max_epi32(_mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), out_zero), out_min);
-        _mm_mask_storeu_epi8(out + p0, n == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1), _mm512_cvtepi32_epi8(acc));
+        // One output channel: "row" p0's 16 lanes are pixels p0 ... p0 + 15, one byte apart.
+        const __mmask16 store_mask[2] = {n == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1), 0};
+        store_row(t, p0, 0, 1, _mm512_permutexvar_epi32(order, sums), _mm512_setzero_si512(), 0, (int32_t)0x80808080, factor, constant,
+                  scale, store_mask, out_zero, out_min, out_max_less_zero);
     }
     if (c->out_table) lookup_span_vbmi(c->out_table, out + begin, out + begin, (size_t)(end - begin));
 }
@@ -563,6 +566,16 @@ int spotter_has_avx512f(void) {
     return __builtin_cpu_supports("avx512f");
 }
 
+/// A row's output for 16 rows at once: exp * inverse (1 / (sum * output scale)) rounded half away
+/// from zero (the probability is not negative), offset by the zero point and clamped.
+__attribute__((target("avx512f"))) static inline __m512i softmax_output(__m512 e, __m512 inverse, __m512i zero, __m512i low, __m512i high) {
+    const __m512 p = _mm512_mul_ps(e, inverse);
+    __m512i rounded = _mm512_cvttps_epi32(p);
+    const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+}
+
 /// spotter_softmax_q8_16rows for rows of a multiple of 4 bytes: each row's 4-byte words gathered
 /// into the lanes (never past a row's end), the bytes taken out of them by shifts, and the results
 /// packed back into words and scattered; the same arithmetic, in the same order.
@@ -601,12 +614,7 @@ __attribute__((target("avx512f"))) static void softmax_q8_16rows_by_words(const 
         for (size_t w = 0; w < words; w++) {
             __m512i packed = _mm512_setzero_si512();
             for (int c = 0; c < 4; c++) {
-                const __m512 p = _mm512_mul_ps(exps[4 * w + (size_t)c], inverse);
-                __m512i rounded = _mm512_cvttps_epi32(p);
-                // Rounded half away from zero (the probability is not negative).
-                const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-                rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
-                const __m512i v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+                const __m512i v = softmax_output(exps[4 * w + (size_t)c], inverse, zero, low, high);
                 packed = _mm512_or_si512(packed, _mm512_slli_epi32(_mm512_and_si512(v, byte), 8 * c));
             }
             _mm512_i32scatter_epi32(dst, _mm512_add_epi32(offsets, _mm512_set1_epi32((int32_t)(4 * w))), packed, 1);
@@ -691,12 +699,7 @@ TARGET_VBMI static void softmax_q8_16rows_depth16(const uint8_t* in, uint8_t* ou
         for (int w = 0; w < 4; w++) {
             __m512i v[4];
             for (int k = 0; k < 4; k++) {
-                const __m512 p = _mm512_mul_ps(exps[4 * w + k], inverse);
-                __m512i rounded = _mm512_cvttps_epi32(p);
-                // Rounded half away from zero (the probability is not negative).
-                const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-                rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
-                v[k] = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+                v[k] = softmax_output(exps[4 * w + k], inverse, zero, low, high);
             }
             // Every value is within the output type, so the packs never saturate: byte 16L + 4k + i is v[k]'s lane 4L + i.
             const __m512i a = _mm512_packs_epi32(v[0], v[1]), b = _mm512_packs_epi32(v[2], v[3]);
@@ -745,12 +748,7 @@ __attribute__((target("avx512f"))) void spotter_softmax_q8_16rows(const void* in
         const __m512i zero = _mm512_set1_epi32(output_zero), low = _mm512_set1_epi32(lo), high = _mm512_set1_epi32(hi);
         uint8_t* dst = out + r0 * depth;
         for (size_t j = 0; j < depth; j++) {
-            const __m512 p = _mm512_mul_ps(_mm512_loadu_ps(exps + j * 16), inverse);
-            __m512i rounded = _mm512_cvttps_epi32(p);
-            // Rounded half away from zero (the probability is not negative).
-            const __mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(p, _mm512_cvtepi32_ps(rounded)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-            rounded = _mm512_mask_add_epi32(rounded, up, rounded, _mm512_set1_epi32(1));
-            const __m512i v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(rounded, zero), low), high);
+            const __m512i v = softmax_output(_mm512_loadu_ps(exps + j * 16), inverse, zero, low, high);
             _mm512_storeu_si512(lanes, v);
             for (int l = 0; l < 16; l++) dst[l * depth + j] = (uint8_t)lanes[l];
         }
