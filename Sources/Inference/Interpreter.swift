@@ -259,8 +259,7 @@ public final class Interpreter {
         case is PReLU.Absorbed: "prelu"
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"
-        case is VNNIConvolution.FoldedPad.Absorbed, is VNNIConvolution.FoldedConcatenation.Absorbed, is SiLU.Folded:
-            "folded into its convolution"
+        case is VNNIConvolution.Folded: "folded into its convolution"
         case is GlobalDepthwise: "global"
         case is AVX512Depthwise: "avx512"
         case is FoldedRelu: "folded"

@@ -19,8 +19,6 @@ final class VNNIConvolution: Kernel {
 
     /// Whether this CPU can run the kernel (checked once per process).
     static let isAvailable = spotter_has_vnni() != 0
-    /// Whether the kernel can look its output bytes up in a table (AVX-512 VBMI).
-    static let hasByteTables = spotter_has_vbmi() != 0
     /// Longer receptive fields run elsewhere: each task may keep eight or more im2col rows on its stack.
     static let maximumFieldLength = Int(SPOTTER_CONV_MAX_TASK_BYTES) / 8
 
@@ -93,7 +91,7 @@ final class VNNIConvolution: Kernel {
         // The padded tensor is never written; sharing x's storage keeps x alive until the convolution reads it.
         ctx.alias(output: padded, to: x)
         ctx.foldedPads[conv.index] = FoldedPad(x: x, top: p[2], left: p[4])
-        return FoldedPad.Absorbed()
+        return Folded()
     }
 
     /// A CONCATENATION along channels of 8-bit tensors that only a 1x1 8-bit CONV_2D after it reads
@@ -133,7 +131,7 @@ final class VNNIConvolution: Kernel {
         ctx.alias(output: output, to: op.inputs[0])
         for part in op.inputs { ctx.read(part, lateAt: conv.index) }
         ctx.foldedConcatenations[conv.index] = FoldedConcatenation(parts: op.inputs)
-        return FoldedConcatenation.Absorbed()
+        return Folded()
     }
 
     private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions, hybrid isHybrid: Bool) throws {
@@ -253,7 +251,8 @@ final class VNNIConvolution: Kernel {
         }
         (conv.in_zero, conv.out_zero, conv.out_min, conv.out_max) = (inputZero, requant.outputZeroPoint, requant.min, requant.max)
         // Last, once nothing can throw: claiming the SiLU makes its operators no-ops.
-        if Self.hasByteTables, let silu = try SiLU.fusing(into: output, ctx) {
+        // The table is looked up with the byte permutes ByteTable needs.
+        if ByteTable.isAvailable, let silu = try SiLU.fusing(into: output, ctx) {
             let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 256)
             _ = bytes.initialize(from: silu)
             conv.out_table = UnsafePointer(bytes.baseAddress)
@@ -328,17 +327,10 @@ final class VNNIConvolution: Kernel {
     }
 }
 
-extension VNNIConvolution.FoldedConcatenation {
-    /// The CONCATENATION: its output is never written or read.
-    final class Absorbed: Kernel {
-        var readsConstantInputs: Bool { false }
-        func run(_ memory: TensorMemory) {}
-    }
-}
-
-extension VNNIConvolution.FoldedPad {
-    /// The PAD: its output is never written or read.
-    final class Absorbed: Kernel {
+extension VNNIConvolution {
+    /// An operator whose work a convolution does as it reads or writes (a ``FoldedPad``, a
+    /// ``FoldedConcatenation``, a SiLU's MUL: ``SiLU/fusing(into:_:)``): running it does nothing.
+    final class Folded: Kernel {
         var readsConstantInputs: Bool { false }
         func run(_ memory: TensorMemory) {}
     }

@@ -16,7 +16,7 @@ enum SiLU {
             // The convolution writing x applied the table: the MUL's output is x's storage.
             try ctx.setShape(op.outputs[0], ctx.shape(x))
             ctx.alias(output: op.outputs[0], to: x)
-            return Folded()
+            return VNNIConvolution.Folded()
         }
         if op.code.builtin == .logistic {
             guard let mul = consumers(of: op.outputs[0], in: ctx.graph).first,
@@ -102,12 +102,6 @@ enum SiLU {
 
     /// The LOGISTIC of a SiLU: its output is never read.
     final class Absorbed: Kernel {
-        var readsConstantInputs: Bool { false }
-        func run(_ memory: TensorMemory) {}
-    }
-
-    /// The MUL of a SiLU the convolution before it applied (``fusing(into:_:)``).
-    final class Folded: Kernel {
         var readsConstantInputs: Bool { false }
         func run(_ memory: TensorMemory) {}
     }
