@@ -86,7 +86,8 @@ class Postgres:
         self.process = subprocess.Popen(self.prefix + [f"{self.bin}/postgres", "-D", f"{self.folder}/data", "-p", str(self.port), "-k", self.folder,
                                                        "-c", "listen_addresses=127.0.0.1", "-c", f"fsync={'on' if self.fsync else 'off'}"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
-        ready = wait_until(lambda: subprocess.run([f"{self.bin}/pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)]).returncode == 0, 30)
+        # asked through this server's own socket folder: another server may hold the port on 127.0.0.1
+        ready = wait_until(lambda: subprocess.run([f"{self.bin}/pg_isready", "-q", "-h", self.folder, "-p", str(self.port)]).returncode == 0, 30)
         if not ready:
             raise RuntimeError("PostgreSQL did not start")
 

@@ -62,7 +62,9 @@ final class ThrowawayPostgres: @unchecked Sendable {  // immutable after init; s
         try process.run()
         for _ in 0..<300 {
             guard process.isRunning else { throw Failure(description: "postgres exited: see \(log.path)") }
-            if (try? run(binaries: binaries, "pg_isready", ["-q", "-h", "127.0.0.1", "-p", "\(port)"])) != nil { return }
+            // Asked through this server's own socket folder: on 127.0.0.1 the port may belong to
+            // another test's server while ours is still finding out it cannot bind it.
+            if (try? run(binaries: binaries, "pg_isready", ["-q", "-h", folder.path, "-p", "\(port)"])) != nil { return }
             usleep(100_000)
         }
         throw Failure(description: "postgres did not take connections within 30 s: see \(log.path)")
