@@ -19,6 +19,8 @@ OpenVINO runs float layers in bfloat16 by default on CPUs with AVX512_BF16 or AM
 INFERENCE_PRECISION_HINT): 8 bits of mantissa where LiteRT and Spotter keep float32's 24. So it
 is timed twice, at its default and with the hint set to f32, and the ratios are given against the
 faster peer at float32 ("/ faster") and against the faster of all, whatever the precision ("/ any").
+When OpenVINO's default is bfloat16 and the model takes float input, Spotter is also timed with
+`--precision bfloat16`, and "bf16 / OV bf16" compares the two at the same precision.
 """
 import argparse
 import datetime
@@ -29,6 +31,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
@@ -141,8 +145,9 @@ def main():
         # The peer's frame as the .npy Spotter reads; OpenVINO cannot read this model anyway.
         openvino_data = INPUT
     rows, openvino_error, default_precision = [], None, None
+    float_input = str(np.load(data).dtype) == "float32"
     for threads in [int(t) for t in args.threads.split(",")]:
-        litert, spotter, openvino, openvino_f32, litert_rss, spotter_rss = [], [], [], [], 0.0, 0.0
+        litert, spotter, spotter_bf16, openvino, openvino_f32, litert_rss, spotter_rss = [], [], [], [], [], 0.0, 0.0
         for _ in range(args.rounds):
             if not args.no_openvino and openvino_error is None:
                 for precision, times in (("default", openvino), ("f32", openvino_f32)):
@@ -167,17 +172,23 @@ def main():
                                 "--warmup", "10", "--input", data, "--json"])
             spotter.append(json.loads(out)["median_ms"])
             spotter_rss = max(spotter_rss, rss)
+            if float_input and default_precision == "bf16":
+                out, _ = measure([args.spotter, "bench", model, "--threads", str(threads), "--runs", str(args.runs),
+                                  "--warmup", "10", "--input", data, "--json", "--precision", "bfloat16"])
+                spotter_bf16.append(json.loads(out)["median_ms"])
         median = lambda values: statistics.median(values) if values else None
-        rows.append((threads, median(litert), median(spotter), median(openvino), median(openvino_f32), litert_rss, spotter_rss))
+        rows.append((threads, median(litert), median(spotter), median(openvino), median(openvino_f32), litert_rss, spotter_rss,
+                     median(spotter_bf16)))
     default_name = default_precision or "default"
     print(f"{'threads':>7} | {'LiteRT XNNPACK ms':>17} | {'OpenVINO ' + default_name + ' ms':>16} | {'OpenVINO f32 ms':>15} | {'Spotter ms':>10} | "
-          f"{'/ LiteRT':>8} | {'/ faster':>8} | {'/ any':>5} | {'LiteRT peak MiB':>15} | {'Spotter peak MiB':>16}")
-    for threads, l, s, o, o32, lr, sr in rows:
+          f"{'/ LiteRT':>8} | {'/ faster':>8} | {'/ any':>5} | {'Spotter bf16 ms':>15} | {'bf16 / OV bf16':>14} | "
+          f"{'LiteRT peak MiB':>15} | {'Spotter peak MiB':>16}")
+    for threads, l, s, o, o32, lr, sr, sb in rows:
         same_precision = min(v for v in (l, o32 if default_precision != "f32" else o) if v)
         fastest = min(v for v in (l, o, o32) if v)
         text = lambda v, width: f"{v:>{width}.2f}" if v else f"{'-':>{width}}"
         print(f"{threads:>7} | {l:>17.2f} | {text(o, 16)} | {text(o32, 15)} | {s:>10.2f} | {s / l:>8.2f} | {s / same_precision:>8.2f} | "
-              f"{s / fastest:>5.2f} | {lr:>15.1f} | {sr:>16.1f}")
+              f"{s / fastest:>5.2f} | {text(sb, 15)} | {text(sb / o if sb and o else None, 14)} | {lr:>15.1f} | {sr:>16.1f}")
     if openvino_error:
         print(f"OpenVINO cannot run {os.path.basename(model)}: {openvino_error}")
     elif args.no_openvino:

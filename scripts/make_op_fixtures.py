@@ -207,21 +207,51 @@ def save(case, tensors, inputs, outputs, ops):
         np.save(os.path.join(folder, f"xnnpack_output{k}.npy"), default.get_tensor(detail["index"]))
 
 
-def save_then_prelu(case, shape, filt, bias, layer, out, alpha, activation=Act.NONE):
+def bfloat16(values):
+    """float32 values rounded to the nearest bfloat16 (ties to even; subnormals to zero, as
+    vcvtneps2bf16 does), as float32."""
+    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    bits = np.where((bits & 0x7F800000) == 0, bits & 0x80000000, bits)
+    return ((((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32)).view(np.float32)
+
+
+def save_bfloat16_expectation(case, tensors, inputs, outputs, ops, rounded):
+    """bf16_output0.npy: LiteRT's reference kernels on the case's model with tensors `rounded` (the
+    weights) and its saved input rounded to bfloat16: products of rounded values summed in float32,
+    what a bfloat16 dot product (vdpbf16ps) computes, up to the order of the sums."""
+    import copy
+    changed = []
+    for k, t in enumerate(tensors):
+        if k in rounded:
+            t = copy.copy(t)
+            t.data = bfloat16(t.data)
+        changed.append(t)
+    interpreter = Interpreter(model_content=build(changed, inputs, outputs, ops), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    folder = os.path.join(OUT, case)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], bfloat16(np.load(os.path.join(folder, "input0.npy"))))
+    interpreter.invoke()
+    np.save(os.path.join(folder, "bf16_output0.npy"), interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+
+
+def save_then_prelu(case, shape, filt, bias, layer, out, alpha, activation=Act.NONE, bf16=False):
     """Saves `layer` (reading the input, `filt` and `bias` as tensors 0-2 and writing tensor 3 of shape
     `out`) followed by TensorFlow's six-operator PReLU (MobileFaceNet's: ABS, SUB, MUL by `alpha`,
     MUL by 0.5, RELU, ADD with `activation`)."""
     half = T([], TT.FLOAT32, data=np.array(0.5, np.float32))
     tensors = [T(shape, TT.FLOAT32), filt, bias, T(out, TT.FLOAT32), T(out, TT.FLOAT32), T(out, TT.FLOAT32),
                alpha, T(out, TT.FLOAT32), half, T(out, TT.FLOAT32), T(out, TT.FLOAT32), T(out, TT.FLOAT32)]
-    save(case, tensors, [0], [11], [
+    ops = [
         layer,
         (Op.ABS, None, [3], [4], 0, None, None),
         (Op.SUB, None, [3, 4], [5], Opt.SubOptions, options("SubOptions"), None),
         (Op.MUL, None, [5, 6], [7], Opt.MulOptions, options("MulOptions"), None),
         (Op.MUL, None, [7, 8], [9], Opt.MulOptions, options("MulOptions"), None),
         (Op.RELU, None, [3], [10], 0, None, None),
-        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions", FusedActivationFunction=activation), None)])
+        (Op.ADD, None, [10, 9], [11], Opt.AddOptions, options("AddOptions", FusedActivationFunction=activation), None)]
+    save(case, tensors, [0], [11], ops)
+    if bf16:
+        save_bfloat16_expectation(case, tensors, [0], [11], ops, rounded=[1])
 
 
 def unary(case, op, type, shape, in_q, out_q, opt_type=0, opt_fn=None):
@@ -489,6 +519,9 @@ def main():
     softmax_rows_of_16_cases()
     concat_conv_cases()
     dfl_conv_case()
+    # The bfloat16 path's pairs with an odd number of input channels (a zero half in each pixel's
+    # last pair), and a last pair of blocks of 16 and 8 channels.
+    float_convolutions([("conv2d_float32_1x1_c7_to_56_odd_pairs", [1, 9, 13, 7], 1, 1, 1, Padding.SAME, 56, Act.RELU6)])
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -643,8 +676,9 @@ def float_convolutions(cases=None):
         bias = T([cout], TT.FLOAT32, data=rng.normal(0, 0.5, [cout]).astype(np.float32))
         opt = options("Conv2DOptions", Padding=padding, StrideW=stride, StrideH=stride, FusedActivationFunction=act,
                       DilationWFactor=dilation, DilationHFactor=dilation)
-        save(name, [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, cout], TT.FLOAT32)], [0], [3],
-             [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)])
+        tensors, ops = [T(shape, TT.FLOAT32), filt, bias, T([shape[0], oh, ow, cout], TT.FLOAT32)], [(Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions, opt, None)]
+        save(name, tensors, [0], [3], ops)
+        save_bfloat16_expectation(name, tensors, [0], [3], ops, rounded=[1])
 
 
 def quantized_convolutions(cases=None):
@@ -837,7 +871,7 @@ def fast_path_cases():
     alpha = T([cout], TT.FLOAT32, data=rng.uniform(0.05, 0.6, [cout]).astype(np.float32))
     conv = (Op.CONV_2D, None, [0, 1, 2], [3], Opt.Conv2DOptions,
             options("Conv2DOptions", Padding=Padding.SAME, StrideW=1, StrideH=1, FusedActivationFunction=Act.NONE), None)
-    save_then_prelu("conv_then_prelu_pattern_float32", shape, filt, bias, conv, conv_out, alpha, activation=Act.RELU6)
+    save_then_prelu("conv_then_prelu_pattern_float32", shape, filt, bias, conv, conv_out, alpha, activation=Act.RELU6, bf16=True)
     # BlazeFace's widening residual: ADD(y, PAD(x) with zero channels appended), then a RELU; x is
     # also read by an operator between the PAD and the ADD (its storage must outlive the PAD).
     x, y = [1, 12, 10, 20], [1, 12, 10, 28]

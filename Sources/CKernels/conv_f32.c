@@ -141,6 +141,25 @@ TARGET static inline __attribute__((always_inline)) void tile(int32_t W, const f
     if (count > 5) store_row(out + 5 * stride, W, valid, c50, c51, lo, hi, &p);
 }
 
+/// Clamps (then the PReLU, if any) and stores `count` rows of one block of 16 channels (`remaining`
+/// of them real, if fewer), rows `out_c` apart.
+TARGET_512 static inline __attribute__((always_inline)) void store_tile512(const __m512* rows_out, float* out, int32_t count, int32_t remaining,
+                                                                         int32_t out_c, __m256 lo8, __m256 hi8, prelu_at p) {
+    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
+    const __mmask16 mask = remaining >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << remaining) - 1);
+    const size_t stride = (size_t)out_c;
+    if (p.alpha) {
+        const __m512 a = _mm512_loadu_ps(p.alpha), s = _mm512_loadu_ps(p.scale), plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
+        for (int32_t m = 0; m < count; m++) {
+            _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, prelu16(_mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi), a, s, plo, phi));
+        }
+        return;
+    }
+    for (int32_t m = 0; m < count; m++) {
+        _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, _mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi));
+    }
+}
+
 /// `tile` for a block of 16 channels with one AVX-512 vector per pixel: the same products added in
 /// the same order, so the same floats.
 TARGET_512 static inline __attribute__((always_inline)) void tile512(const float* const* rows, int32_t segments, int32_t length, const float* block,
@@ -161,19 +180,32 @@ TARGET_512 static inline __attribute__((always_inline)) void tile512(const float
             c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[ci]), w0, c5);
         }
     }
-    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
-    const __mmask16 mask = remaining >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << remaining) - 1);
-    const size_t stride = (size_t)out_c;
     const __m512 rows_out[MR] = {c0, c1, c2, c3, c4, c5};
+    store_tile512(rows_out, out, count, remaining, out_c, lo8, hi8, p);
+}
+
+/// Clamps (then the PReLU, if any) and stores `count` rows of two blocks of 16 channels
+/// (`remaining` real from the first block's start), rows `out_c` apart.
+TARGET_512 static inline __attribute__((always_inline)) void store_tile512x2(const __m512* rows_a, const __m512* rows_b, float* out, int32_t count,
+                                                                           int32_t remaining, int32_t out_c, __m256 lo8, __m256 hi8, prelu_at p) {
+    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
+    const int32_t second = remaining - NR;
+    const __mmask16 mask = second >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << second) - 1);
+    const size_t stride = (size_t)out_c;
     if (p.alpha) {
-        const __m512 a = _mm512_loadu_ps(p.alpha), s = _mm512_loadu_ps(p.scale), plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
+        const __m512 pa = _mm512_loadu_ps(p.alpha), sa = _mm512_loadu_ps(p.scale);
+        const __m512 pb = _mm512_loadu_ps(p.alpha + NR), sb = _mm512_loadu_ps(p.scale + NR);
+        const __m512 plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
         for (int32_t m = 0; m < count; m++) {
-            _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, prelu16(_mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi), a, s, plo, phi));
+            _mm512_storeu_ps(out + (size_t)m * stride, prelu16(_mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi), pa, sa, plo, phi));
+            _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask,
+                                  prelu16(_mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi), pb, sb, plo, phi));
         }
         return;
     }
     for (int32_t m = 0; m < count; m++) {
-        _mm512_mask_storeu_ps(out + (size_t)m * stride, mask, _mm512_min_ps(_mm512_max_ps(rows_out[m], lo), hi));
+        _mm512_storeu_ps(out + (size_t)m * stride, _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi));
+        _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask, _mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi));
     }
 }
 
@@ -208,25 +240,33 @@ TARGET_512 static inline __attribute__((always_inline)) void tile512x2(const flo
             a5 = _mm512_fmadd_ps(x, va, a5); b5 = _mm512_fmadd_ps(x, vb, b5);
         }
     }
+    const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5}, rows_b[MR] = {b0, b1, b2, b3, b4, b5};
+    store_tile512x2(rows_a, rows_b, out, count, remaining, out_c, lo8, hi8, p);
+}
+
+/// Clamps (then the PReLU, if any) and stores `count` rows of a block of 16 channels and one of 8
+/// (`remaining` real from the first block's start), rows `out_c` apart.
+TARGET_512 static inline __attribute__((always_inline)) void store_tile512x8(const __m512* rows_a, const __m256* rows_b, float* out, int32_t count,
+                                                                           int32_t remaining, int32_t out_c, __m256 lo8, __m256 hi8, prelu_at p) {
     const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
     const int32_t second = remaining - NR;
-    const __mmask16 mask = second >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << second) - 1);
     const size_t stride = (size_t)out_c;
-    const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5}, rows_b[MR] = {b0, b1, b2, b3, b4, b5};
-    if (p.alpha) {
-        const __m512 pa = _mm512_loadu_ps(p.alpha), sa = _mm512_loadu_ps(p.scale);
-        const __m512 pb = _mm512_loadu_ps(p.alpha + NR), sb = _mm512_loadu_ps(p.scale + NR);
-        const __m512 plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
-        for (int32_t m = 0; m < count; m++) {
-            _mm512_storeu_ps(out + (size_t)m * stride, prelu16(_mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi), pa, sa, plo, phi));
-            _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask,
-                                  prelu16(_mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi), pb, sb, plo, phi));
-        }
-        return;
-    }
     for (int32_t m = 0; m < count; m++) {
-        _mm512_storeu_ps(out + (size_t)m * stride, _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi));
-        _mm512_mask_storeu_ps(out + (size_t)m * stride + NR, mask, _mm512_min_ps(_mm512_max_ps(rows_b[m], lo), hi));
+        __m512 va = _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi);
+        __m256 vb = _mm256_min_ps(_mm256_max_ps(rows_b[m], lo8), hi8);
+        if (p.alpha) {
+            const __m512 plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
+            va = prelu16(va, _mm512_loadu_ps(p.alpha), _mm512_loadu_ps(p.scale), plo, phi);
+            vb = prelu8(vb, p.alpha + NR, p.scale + NR, _mm256_set1_ps(p.lo), _mm256_set1_ps(p.hi));
+        }
+        _mm512_storeu_ps(out + (size_t)m * stride, va);
+        if (second >= 8) {
+            _mm256_storeu_ps(out + (size_t)m * stride + NR, vb);
+        } else {
+            float lane[8];
+            _mm256_storeu_ps(lane, vb);
+            memcpy(out + (size_t)m * stride + NR, lane, sizeof(float) * (size_t)second);
+        }
     }
 }
 
@@ -261,28 +301,9 @@ TARGET_512 static inline __attribute__((always_inline)) void tile512x8(const flo
             a5 = _mm512_fmadd_ps(x, va, a5); b5 = _mm256_fmadd_ps(_mm512_castps512_ps256(x), vb, b5);
         }
     }
-    const __m512 lo = _mm512_set1_ps(_mm256_cvtss_f32(lo8)), hi = _mm512_set1_ps(_mm256_cvtss_f32(hi8));
-    const int32_t second = remaining - NR;
-    const size_t stride = (size_t)out_c;
     const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5};
     const __m256 rows_b[MR] = {b0, b1, b2, b3, b4, b5};
-    for (int32_t m = 0; m < count; m++) {
-        __m512 va = _mm512_min_ps(_mm512_max_ps(rows_a[m], lo), hi);
-        __m256 vb = _mm256_min_ps(_mm256_max_ps(rows_b[m], lo8), hi8);
-        if (p.alpha) {
-            const __m512 plo = _mm512_set1_ps(p.lo), phi = _mm512_set1_ps(p.hi);
-            va = prelu16(va, _mm512_loadu_ps(p.alpha), _mm512_loadu_ps(p.scale), plo, phi);
-            vb = prelu8(vb, p.alpha + NR, p.scale + NR, _mm256_set1_ps(p.lo), _mm256_set1_ps(p.hi));
-        }
-        _mm512_storeu_ps(out + (size_t)m * stride, va);
-        if (second >= 8) {
-            _mm256_storeu_ps(out + (size_t)m * stride + NR, vb);
-        } else {
-            float lane[8];
-            _mm256_storeu_ps(lane, vb);
-            memcpy(out + (size_t)m * stride + NR, lane, sizeof(float) * (size_t)second);
-        }
-    }
+    store_tile512x8(rows_a, rows_b, out, count, remaining, out_c, lo8, hi8, p);
 }
 
 typedef struct {
@@ -421,10 +442,172 @@ CONV_F32_TASK(conv_f32_task_512, TARGET_512,
                   n0 += NR;
               })
 
+// ---- bfloat16 products (spotter_conv_f32.packed_bf16) ----
+//
+// The same tiles, but each product pair is one lane of `vdpbf16ps`: a pixel's inputs, rounded to
+// bfloat16 as its tile is gathered (a segment's length rounded up to pairs with a zero), times
+// weights rounded to bfloat16 at load, summed in float32. Twice the products per instruction of
+// float FMAs, with inputs and weights kept to 8 significant bits: OpenVINO's default on CPUs
+// with these instructions, opt-in here.
+#define TARGET_BF16 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512bf16")))
+
+int spotter_has_avx512_bf16(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16");
+}
+
+/// Pairs of products per segment: a segment of odd length ends with a zero pair half.
+static int32_t segment_pairs(const spotter_conv_f32* c) { return (segment_length(c) + 1) / 2; }
+
+/// uint16s of one block of channels per channel: its bias (a float, two halves), then its pairs.
+static size_t bf16_block_stride(const spotter_conv_f32* c) { return 2 + 2 * (size_t)segment_count(c) * (size_t)segment_pairs(c); }
+
+/// Blocks go in pairs, the first always 16 wide, the second 8 wide when at most 8 channels remain.
+static int32_t bf16_block_width(const spotter_conv_f32* c, int32_t n0) { return n0 % (2 * NR) == NR ? block_width(c, n0) : NR; }
+
+size_t spotter_conv_bf16_packed_count(const spotter_conv_f32* c) {
+    size_t total = 0;
+    for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) total += (size_t)bf16_block_width(c, n0) * bf16_block_stride(c);
+    return total;
+}
+
+/// A float rounded to the nearest bfloat16 (ties to even), as `vcvtneps2bf16` rounds.
+static uint16_t bfloat16(float value) {
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN stays NaN
+    if ((bits & 0x7f800000u) == 0) bits &= 0x80000000u;      // subnormals become zeros, as the instruction does
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+void spotter_conv_bf16_pack(const spotter_conv_f32* c, const float* weights, const float* bias, uint16_t* packed) {
+    const size_t k = (size_t)taps(c) * (size_t)c->in_c;
+    const int32_t segments = segment_count(c), length = segment_length(c), pairs = segment_pairs(c);
+    for (int32_t n0 = 0; n0 < c->out_c; n0 += NR) {
+        const int32_t width = bf16_block_width(c, n0);
+        uint16_t* block = packed + (size_t)n0 * bf16_block_stride(c);
+        memset(block, 0, sizeof(uint16_t) * (size_t)width * bf16_block_stride(c));
+        for (int32_t lane = 0; lane < width && n0 + lane < c->out_c; lane++) {
+            const int32_t n = n0 + lane;
+            const float b = bias ? bias[n] : 0;
+            memcpy(block + 2 * lane, &b, sizeof b);
+            for (int32_t t = 0; t < segments; t++) {
+                for (int32_t j = 0; j < length; j++) {
+                    const size_t pair = (size_t)t * (size_t)pairs + (size_t)(j / 2);
+                    block[2 * (size_t)width + (pair * (size_t)width + (size_t)lane) * 2 + (size_t)(j & 1)] =
+                        bfloat16(weights[(size_t)n * k + (size_t)t * (size_t)length + (size_t)j]);
+                }
+            }
+        }
+    }
+}
+
+/// Rounds `length` floats to bfloat16 into `out`, then zeros up to `padded` (at most length + 1).
+TARGET_BF16 static inline void round_row(const float* in, int32_t length, int32_t padded, uint16_t* out) {
+    for (int32_t i = 0; i < padded; i += NR) {
+        const int32_t left = length - i, room = padded - i;
+        const __mmask16 load = left >= NR ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        const __mmask16 store = room >= NR ? (__mmask16)0xFFFF : (__mmask16)((1u << room) - 1);
+        const __m256bh half = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(load, in + i));
+        _mm256_mask_storeu_epi16(out + i, store, (__m256i)half);
+    }
+}
+
+/// The bfloat16 pair at `x` broadcast to every lane.
+TARGET_BF16 static inline __m512bh pair_at(const uint16_t* x) {
+    int32_t bits;
+    memcpy(&bits, x, sizeof bits);
+    return (__m512bh)_mm512_set1_epi32(bits);
+}
+
+/// A block of 16 channels and a second of `width_b` (0: none, 8 or 16) over up to MR pixels, from
+/// the tile's rounded inputs `x` (segment-major, MR rows of 2 * pairs per segment).
+TARGET_BF16 static inline __attribute__((always_inline)) void tile_bf16(int32_t width_b, const uint16_t* x, int32_t segments, int32_t pairs,
+                                                                      const uint16_t* block_a, const uint16_t* block_b, float* out,
+                                                                      int32_t count, int32_t remaining, int32_t out_c, __m256 lo8,
+                                                                      __m256 hi8, prelu_at p) {
+    const size_t row = 2 * (size_t)pairs;
+    const __m512 ba = _mm512_loadu_ps((const float*)block_a);
+    const __m512 bb = width_b == NR ? _mm512_loadu_ps((const float*)block_b) : _mm512_setzero_ps();
+    const __m256 bh = width_b == 8 ? _mm256_loadu_ps((const float*)block_b) : _mm256_setzero_ps();
+    __m512 a0 = ba, a1 = ba, a2 = ba, a3 = ba, a4 = ba, a5 = ba;
+    __m512 b0 = bb, b1 = bb, b2 = bb, b3 = bb, b4 = bb, b5 = bb;
+    __m256 h0 = bh, h1 = bh, h2 = bh, h3 = bh, h4 = bh, h5 = bh;
+    const uint16_t *wa = block_a + 2 * NR, *wb = block_b + 2 * width_b;
+    for (int32_t t = 0; t < segments; t++) {
+        const uint16_t* x0 = x + (size_t)t * MR * row;
+        const uint16_t *x1 = x0 + row, *x2 = x1 + row, *x3 = x2 + row, *x4 = x3 + row, *x5 = x4 + row;
+        for (size_t i = 0; i < row; i += 2, wa += 2 * NR, wb += 2 * width_b) {
+            const __m512bh va = (__m512bh)_mm512_loadu_si512(wa);
+#define BF16_STEP(X, A, B, H)                                                                           \
+    {                                                                                                   \
+        const __m512bh v = pair_at(X + i);                                                              \
+        A = _mm512_dpbf16_ps(A, v, va);                                                                 \
+        if (width_b == NR) B = _mm512_dpbf16_ps(B, v, (__m512bh)_mm512_loadu_si512(wb));                \
+        if (width_b == 8) H = _mm256_dpbf16_ps(H, (__m256bh)_mm512_castsi512_si256((__m512i)v), (__m256bh)_mm256_loadu_si256((const __m256i*)wb)); \
+    }
+            BF16_STEP(x0, a0, b0, h0) BF16_STEP(x1, a1, b1, h1) BF16_STEP(x2, a2, b2, h2)
+            BF16_STEP(x3, a3, b3, h3) BF16_STEP(x4, a4, b4, h4) BF16_STEP(x5, a5, b5, h5)
+#undef BF16_STEP
+        }
+    }
+    const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5};
+    if (width_b == NR) {
+        const __m512 rows_b[MR] = {b0, b1, b2, b3, b4, b5};
+        store_tile512x2(rows_a, rows_b, out, count, remaining, out_c, lo8, hi8, p);
+    } else if (width_b == 8) {
+        const __m256 rows_h[MR] = {h0, h1, h2, h3, h4, h5};
+        store_tile512x8(rows_a, rows_h, out, count, remaining, out_c, lo8, hi8, p);
+    } else {
+        store_tile512(rows_a, out, count, remaining, out_c, lo8, hi8, p);
+    }
+}
+
+/// A task's tiles: each tile's inputs rounded to bfloat16 once, then every pair of blocks of channels.
+TARGET_BF16 static void conv_bf16_task(void* opaque, size_t task) {
+    const task_f32* t = (const task_f32*)opaque;
+    const spotter_conv_f32* c = t->conv;
+    const size_t k = (size_t)taps(c) * (size_t)c->in_c;
+    const int32_t segments = segment_count(c), length = segment_length(c), pairs = segment_pairs(c);
+    const size_t stride = bf16_block_stride(c);
+    const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);
+    const float* rows[segments * MR];
+    float border[c->dil_w == 1 ? MR * k : 1];
+    uint16_t x[(size_t)segments * MR * 2 * (size_t)pairs];
+    const int pointwise = is_pointwise(c);
+    int32_t first, last;
+    spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);
+    for (int32_t p0 = first; p0 < last; p0 += MR) {
+        const int32_t count = last - p0 < MR ? last - p0 : MR;
+        if (pointwise && count == MR && length % 2 == 0) {
+            // MR consecutive pixels: one run of floats, rounded in one go.
+            round_row(t->input + (size_t)p0 * (size_t)length, MR * length, MR * length, x);
+        } else {
+            gather_rows(c, t->input, p0, count, rows, border);
+            for (int32_t r = 0; r < segments * MR; r++) round_row(rows[r], length, 2 * pairs, x + (size_t)r * 2 * (size_t)pairs);
+        }
+        float* out = t->output + (size_t)p0 * c->out_c;
+        for (int32_t n0 = 0; n0 < c->out_c; n0 += 2 * NR) {
+            const uint16_t* block = c->packed_bf16 + (size_t)n0 * stride;
+            const uint16_t* next = block + (size_t)NR * stride;
+            const int32_t left = c->out_c - n0;
+            if (left <= NR) {
+                tile_bf16(0, x, segments, pairs, block, NULL, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+            } else if (bf16_block_width(c, n0 + NR) == 8) {
+                tile_bf16(8, x, segments, pairs, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+            } else {
+                tile_bf16(NR, x, segments, pairs, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+            }
+        }
+    }
+}
+
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool) {
     const int32_t pixels = conv->batches * conv->out_h * conv->out_w;
     const int32_t tiles = (pixels + MR - 1) / MR;
     const int32_t per_task = spotter_tiles_per_task(tiles, pool, 8);
     task_f32 context = {conv, input, output, pixels, per_task};
-    pthreadpool_parallelize_1d(pool, spotter_has_avx512f() ? conv_f32_task_512 : conv_f32_task, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
+    void (*run)(void*, size_t) = conv->packed_bf16 ? conv_bf16_task : spotter_has_avx512f() ? conv_f32_task_512 : conv_f32_task;
+    pthreadpool_parallelize_1d(pool, run, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }

@@ -40,8 +40,13 @@ final class PrepareContext {
     /// The model's outputs and the tensors the caller asked to keep (``Interpreter/Options/preservedTensors``).
     private let observed: Set<Int>
 
-    init(model: Model, graph: Subgraph, isCheckingOnly: Bool = false, preserved: Interpreter.Options.Preserved = .none) {
+    /// ``Interpreter/Options/floatPrecision``.
+    let floatPrecision: Interpreter.Options.FloatPrecision
+
+    init(model: Model, graph: Subgraph, isCheckingOnly: Bool = false, preserved: Interpreter.Options.Preserved = .none,
+         floatPrecision: Interpreter.Options.FloatPrecision = .float32) {
         self.model = model
+        self.floatPrecision = floatPrecision
         self.graph = graph
         self.shapes = graph.tensors.map(\.shape)
         self.isCheckingOnly = isCheckingOnly

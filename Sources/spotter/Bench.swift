@@ -13,6 +13,7 @@ struct Bench: ParsableCommand {
             Examples:
               spotter bench detect.tflite --threads 1 --runs 200
               spotter bench detect.tflite --backend reference --runs 5 --json
+              spotter bench face_detection_short_range.tflite --precision bfloat16
             """)
 
     @Argument(help: "A .tflite file, a catalog name (see `spotter models list`) or an http(s) URL.")
@@ -32,10 +33,13 @@ struct Bench: ParsableCommand {
     @Option(help: "Kernels: \(Interpreter.Options.Backend.allCases.map(\.rawValue).joined(separator: ", ")).")
     var backend: Interpreter.Options.Backend = .xnnpack
 
+    @Option(help: Interpreter.Options.FloatPrecision.help)
+    var precision: Interpreter.Options.FloatPrecision = .float32
+
     @Option(help: "An .npy file for the first input (default: a fixed pattern).")
     var input: String?
 
-    @Flag(help: "Print one JSON object with min_ms, median_ms, p90_ms, threads, backend, runs.")
+    @Flag(help: "Print one JSON object with min_ms, median_ms, p90_ms, threads, backend, precision, runs.")
     var json = false
 
     @Flag(help: "Also time every operator and print the slowest ones.")
@@ -53,7 +57,9 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         let loaded = try loadModel(model, store: store)
-        let interpreter = try Interpreter(model: loaded, options: .init(threadCount: threadsWithinCores(threads), backend: backend))
+        var options = Interpreter.Options(threadCount: threadsWithinCores(threads), backend: backend)
+        options.floatPrecision = precision
+        let interpreter = try Interpreter(model: loaded, options: options)
         let threadCount = interpreter.threadCount
         if let input {
             try interpreter.copy(try NumPy.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: input))), name: input).data, toInputAt: 0)
@@ -90,7 +96,7 @@ struct Bench: ParsableCommand {
         if json {
             let object: [String: Any] = [
                 "min_ms": times[0], "median_ms": median, "p90_ms": p90, "threads": threadCount,
-                "backend": backend.rawValue, "runs": runs, "warmup": warmup, "model": model,
+                "backend": backend.rawValue, "precision": precision.rawValue, "runs": runs, "warmup": warmup, "model": model,
             ]
             print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
         } else {

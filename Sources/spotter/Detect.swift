@@ -46,6 +46,9 @@ struct DetectorOptions: ParsableArguments {
     @Option(help: "Kernels: xnnpack or reference.")
     var backend: Interpreter.Options.Backend = .xnnpack
 
+    @Option(help: Interpreter.Options.FloatPrecision.help)
+    var precision: Interpreter.Options.FloatPrecision = .float32
+
     @Option(help: "How pictures are fitted to the model input: stretch, crop or letterbox (default: the model family's own, stretch for SSD, letterbox for YOLO).")
     var resize: ResizeChoice?
 
@@ -107,6 +110,7 @@ struct DetectorOptions: ParsableArguments {
 
     private func detectorOptions() throws -> ObjectDetector.Options {
         var options = ObjectDetector.Options(scoreThreshold: threshold, maxResults: maxResults, backend: backend, resizeMode: resize?.mode, labelsPath: labels)
+        options.floatPrecision = precision
         if let classes { options.categoryAllowlist = classes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if let mean, let std { options.normalization = .init(mean: [mean], std: [std]) }
         return options

@@ -16,10 +16,13 @@ import TFLiteFormat
 
     /// Runs a fixture's model on its inputs with `backend`, keeping `preserved` readable.
     static func run(_ name: String, _ backend: Interpreter.Options.Backend,
-                    preserved: Interpreter.Options.Preserved = .none) throws -> Interpreter {
+                    preserved: Interpreter.Options.Preserved = .none,
+                    precision: Interpreter.Options.FloatPrecision = .float32) throws -> Interpreter {
         let dir = folder.appendingPathComponent(name)
         let model = try Model(contentsOf: dir.appendingPathComponent("model.tflite"))
-        let interpreter = try Interpreter(model: model, options: .init(threadCount: 2, backend: backend, preservedTensors: preserved))
+        var options = Interpreter.Options(threadCount: 2, backend: backend, preservedTensors: preserved)
+        options.floatPrecision = precision
+        let interpreter = try Interpreter(model: model, options: options)
         for index in 0..<interpreter.inputCount {
             try interpreter.copy(try Fixtures.npy(dir.appendingPathComponent("input\(index).npy")).data, toInputAt: index)
         }
@@ -104,6 +107,38 @@ import TFLiteFormat
         if Self.cpuHasAVX512F { #expect(try interpreter.profile(runs: 1).map(\.backend) == ["avx512"], "\(name)") }
         let expected = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output0.npy"))
         expectClose(try interpreter.output(at: 0).values(as: Float.self), expected.values(as: Float.self), relative: 1e-5, name)
+    }
+
+    /// Cases with a bf16_output0.npy: LiteRT's reference kernels on the weights and input rounded to
+    /// bfloat16 (scripts/make_op_fixtures.py, save_bfloat16_expectation).
+    static let bfloat16Cases = cases.filter {
+        FileManager.default.fileExists(atPath: folder.appendingPathComponent("\($0)/bf16_output0.npy").path)
+    }
+    static let cpuHasBF16 = cpuFlags.contains("avx512_bf16")
+
+    @Test("there are bfloat16 convolution cases") func bfloat16CasesArePresent() {
+        #expect(Self.bfloat16Cases.count >= 7, "\(Self.bfloat16Cases)")
+    }
+
+    /// With `floatPrecision` `.bfloat16`, float convolutions (1x1 with even and odd channel counts,
+    /// 5x5 on RGB, dilated, partial blocks of 8 and 16 channels, a PReLU after) sum the products of
+    /// bfloat16-rounded inputs and weights: LiteRT's float sums of the same rounded values, up to
+    /// the order of the sums, and not LiteRT's float32 outputs. Without AVX-512 BF16 the option
+    /// changes nothing: float32 outputs.
+    @Test("bfloat16 convolutions give LiteRT's sums of the rounded products", arguments: bfloat16Cases)
+    func bfloat16ConvolutionsSumRoundedProducts(_ name: String) throws {
+        let interpreter = try Self.run(name, .xnnpack, precision: .bfloat16)
+        let output = try interpreter.output(at: 0).values(as: Float.self)
+        let rounded = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/bf16_output0.npy")).values(as: Float.self)
+        let exact = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/output0.npy")).values(as: Float.self)
+        guard Self.cpuHasBF16 else {
+            expectClose(output, exact, relative: 1e-4, "\(name) without AVX-512 BF16")
+            return
+        }
+        #expect(try interpreter.profile(runs: 1).first?.backend == "bf16", "\(name)")
+        expectClose(output, rounded, relative: 1e-5, "\(name)")
+        // The rounding is visible: float32 sums would fail the check above.
+        #expect(zip(exact, rounded).contains { abs($0 - $1) / max(1, abs($1)) > 1e-5 }, "\(name)")
     }
 
     /// YOLOv8's `x * LOGISTIC(x)` becomes one table lookup on the fast path, unless something else

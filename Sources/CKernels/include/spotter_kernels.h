@@ -133,6 +133,9 @@ typedef struct spotter_conv_f32 {
     const float* prelu_alpha;
     const float* prelu_scale;
     float prelu_min, prelu_max;
+    /// NULL, or made by spotter_conv_bf16_pack: the products then take inputs and weights rounded
+    /// to bfloat16 and sum them in float32 (needs spotter_has_avx512_bf16).
+    const uint16_t* packed_bf16;
 } spotter_conv_f32;
 
 /// Floats spotter_conv_f32_pack writes: blocks of 16 channels (the last of 8 when at most 8 remain),
@@ -141,6 +144,17 @@ size_t spotter_conv_f32_packed_count(const spotter_conv_f32* conv);
 
 /// Packs OHWI `weights` and `bias` (NULL: zeros) for the kernel.
 void spotter_conv_f32_pack(const spotter_conv_f32* conv, const float* weights, const float* bias, float* packed);
+
+/// 1 when the CPU and OS support AVX-512 with BF16 (`vdpbf16ps`), else 0.
+int spotter_has_avx512_bf16(void);
+
+/// uint16s spotter_conv_bf16_pack writes: per block of 16 channels (a last block of at most 8 that
+/// follows a block of 16 is 8 wide), the block's float biases, then per segment (a filter row, or a tap when dilated along x) its values in
+/// pairs (a zero after an odd count), each pair one 32-bit lane per channel.
+size_t spotter_conv_bf16_packed_count(const spotter_conv_f32* conv);
+
+/// Packs OHWI `weights` rounded to bfloat16 (to nearest, ties to even) and `bias` (NULL: zeros).
+void spotter_conv_bf16_pack(const spotter_conv_f32* conv, const float* weights, const float* bias, uint16_t* packed);
 
 /// Runs the convolution; tiles of output pixels are split across the pool's threads (pool may be NULL).
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool);

@@ -12,6 +12,11 @@ final class AVX2Convolution: Kernel {
 
     /// Whether this CPU can run the kernel (checked once per process).
     static let isAvailable = spotter_has_avx2_fma() != 0
+    /// Whether it can round products to bfloat16 (``Interpreter/Options/FloatPrecision/bfloat16``).
+    static let hasBFloat16 = spotter_has_avx512_bf16() != 0
+
+    /// Whether this kernel's products take inputs and weights rounded to bfloat16.
+    var roundsToBFloat16: Bool { packedBFloat16 != nil }
 
     /// Longer receptive fields run on XNNPACK: each thread keeps six of them (for pixels at an edge)
     /// on its stack.
@@ -22,6 +27,7 @@ final class AVX2Convolution: Kernel {
     private var conv = spotter_conv_f32()
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
     private let packed: UnsafeMutableBufferPointer<Float>
+    private let packedBFloat16: UnsafeMutableBufferPointer<UInt16>?
     private let zeros: UnsafeMutableBufferPointer<Float>
     /// A PReLU after the convolution, applied to each output as it is stored: alpha, then scale.
     private let prelu: UnsafeMutableBufferPointer<Float>?
@@ -45,12 +51,12 @@ final class AVX2Convolution: Kernel {
         let g = try WindowGeometry(convolution: ctx, options: options, depthwise: false)
         let channels = g.outputChannels
         let range = FixedPoint.activationRange(options.activation)
-        conv = spotter_conv_f32(
+        var conv = spotter_conv_f32(
             batches: Int32(g.batches), in_h: Int32(g.inputHeight), in_w: Int32(g.inputWidth), in_c: Int32(g.inputChannels),
             out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth), out_c: Int32(channels),
             k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
             dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
-            out_min: range.min, out_max: range.max, packed: nil, zero: nil, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0)
+            out_min: range.min, out_max: range.max, packed: nil, zero: nil, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0, packed_bf16: nil)
         let weights = try ctx.floatWeights(ctx.input(1))
         let k = g.filterHeight * g.filterWidth * g.inputChannels
         guard weights.count == channels * k else {
@@ -68,24 +74,38 @@ final class AVX2Convolution: Kernel {
         } else {
             prelu = nil
         }
-        packed = .allocate(capacity: withUnsafePointer(to: &conv) { spotter_conv_f32_packed_count($0) })
+        let packed = UnsafeMutableBufferPointer<Float>.allocate(capacity: spotter_conv_f32_packed_count(&conv))
+        Self.withPointers(weights, bias) { spotter_conv_f32_pack(&conv, $0, $1, packed.baseAddress) }
+        conv.packed = UnsafePointer(packed.baseAddress)
+        if ctx.floatPrecision == .bfloat16, Self.hasBFloat16 {
+            let rounded = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: spotter_conv_bf16_packed_count(&conv))
+            Self.withPointers(weights, bias) { spotter_conv_bf16_pack(&conv, $0, $1, rounded.baseAddress) }
+            conv.packed_bf16 = UnsafePointer(rounded.baseAddress)
+            packedBFloat16 = rounded
+        } else {
+            packedBFloat16 = nil
+        }
         zeros = .allocate(capacity: max(1, g.filterWidth * g.inputChannels))
         zeros.initialize(repeating: 0)
-        withUnsafePointer(to: &conv) { conv in
-            weights.withUnsafeBufferPointer { w in
-                if let bias {
-                    bias.withUnsafeBufferPointer { spotter_conv_f32_pack(conv, w.baseAddress, $0.baseAddress, packed.baseAddress) }
-                } else {
-                    spotter_conv_f32_pack(conv, w.baseAddress, nil, packed.baseAddress)
-                }
+        conv.zero = UnsafePointer(zeros.baseAddress)
+        self.packed = packed
+        self.conv = conv
+    }
+
+    /// Calls `body` with the weights' and the bias's floats (nil: no bias).
+    private static func withPointers(_ weights: [Float], _ bias: [Float]?, _ body: (UnsafePointer<Float>?, UnsafePointer<Float>?) -> Void) {
+        weights.withUnsafeBufferPointer { w in
+            if let bias {
+                bias.withUnsafeBufferPointer { body(w.baseAddress, $0.baseAddress) }
+            } else {
+                body(w.baseAddress, nil)
             }
         }
-        conv.packed = UnsafePointer(packed.baseAddress)
-        conv.zero = UnsafePointer(zeros.baseAddress)
     }
 
     deinit {
         packed.deallocate()
+        packedBFloat16?.deallocate()
         zeros.deallocate()
         prelu?.deallocate()
     }
