@@ -503,7 +503,7 @@ void spotter_conv_bf16_pack(const spotter_conv_f32* c, const float* weights, con
     }
 }
 
-/// Rounds `length` floats to bfloat16 into `out`, then zeros up to `padded` (at most length + 1).
+/// Rounds `length` floats to bfloat16 into `out`, then zeros up to `padded` (at least `length`).
 TARGET_BF16 static inline void round_row(const float* in, int32_t length, int32_t padded, uint16_t* out) {
     for (int32_t i = 0; i < padded; i += NR) {
         const int32_t left = length - i, room = padded - i;
@@ -521,13 +521,13 @@ TARGET_BF16 static inline __m512bh pair_at(const uint16_t* x) {
     return (__m512bh)_mm512_set1_epi32(bits);
 }
 
-/// A block of 16 channels and a second of `width_b` (0: none, 8 or 16) over up to MR pixels, from
-/// the tile's rounded inputs `x` (segment-major, MR rows of 2 * pairs per segment).
-TARGET_BF16 static inline __attribute__((always_inline)) void tile_bf16(int32_t width_b, const uint16_t* x, int32_t segments, int32_t pairs,
-                                                                      const uint16_t* block_a, const uint16_t* block_b, float* out,
-                                                                      int32_t count, int32_t remaining, int32_t out_c, __m256 lo8,
-                                                                      __m256 hi8, prelu_at p) {
-    const size_t row = 2 * (size_t)pairs;
+/// A block of 16 channels and a second of `width_b` (0: none, 8 or 16) over up to MR pixels:
+/// `rows` holds, for each segment, MR pointers to `length` rounded inputs. An odd length's last
+/// value is paired with a zero (never with what follows it, which may be another pixel's).
+TARGET_BF16 static inline __attribute__((always_inline)) void tile_bf16(int32_t width_b, const uint16_t* const* rows, int32_t segments,
+                                                                      int32_t length, const uint16_t* block_a, const uint16_t* block_b,
+                                                                      float* out, int32_t count, int32_t remaining, int32_t out_c,
+                                                                      __m256 lo8, __m256 hi8, prelu_at p) {
     const __m512 ba = _mm512_loadu_ps((const float*)block_a);
     const __m512 bb = width_b == NR ? _mm512_loadu_ps((const float*)block_b) : _mm512_setzero_ps();
     const __m256 bh = width_b == 8 ? _mm256_loadu_ps((const float*)block_b) : _mm256_setzero_ps();
@@ -535,23 +535,36 @@ TARGET_BF16 static inline __attribute__((always_inline)) void tile_bf16(int32_t 
     __m512 b0 = bb, b1 = bb, b2 = bb, b3 = bb, b4 = bb, b5 = bb;
     __m256 h0 = bh, h1 = bh, h2 = bh, h3 = bh, h4 = bh, h5 = bh;
     const uint16_t *wa = block_a + 2 * NR, *wb = block_b + 2 * width_b;
-    for (int32_t t = 0; t < segments; t++) {
-        const uint16_t* x0 = x + (size_t)t * MR * row;
-        const uint16_t *x1 = x0 + row, *x2 = x1 + row, *x3 = x2 + row, *x4 = x3 + row, *x5 = x4 + row;
-        for (size_t i = 0; i < row; i += 2, wa += 2 * NR, wb += 2 * width_b) {
-            const __m512bh va = (__m512bh)_mm512_loadu_si512(wa);
-#define BF16_STEP(X, A, B, H)                                                                           \
-    {                                                                                                   \
-        const __m512bh v = pair_at(X + i);                                                              \
-        A = _mm512_dpbf16_ps(A, v, va);                                                                 \
-        if (width_b == NR) B = _mm512_dpbf16_ps(B, v, (__m512bh)_mm512_loadu_si512(wb));                \
+#define BF16_STEP(V, A, B, H)                                                                                    \
+    {                                                                                                            \
+        const __m512bh v = V;                                                                                    \
+        A = _mm512_dpbf16_ps(A, v, va);                                                                          \
+        if (width_b == NR) B = _mm512_dpbf16_ps(B, v, (__m512bh)_mm512_loadu_si512(wb));                         \
         if (width_b == 8) H = _mm256_dpbf16_ps(H, (__m256bh)_mm512_castsi512_si256((__m512i)v), (__m256bh)_mm256_loadu_si256((const __m256i*)wb)); \
     }
-            BF16_STEP(x0, a0, b0, h0) BF16_STEP(x1, a1, b1, h1) BF16_STEP(x2, a2, b2, h2)
-            BF16_STEP(x3, a3, b3, h3) BF16_STEP(x4, a4, b4, h4) BF16_STEP(x5, a5, b5, h5)
-#undef BF16_STEP
+#define BF16_PAIRS(PAIR)                                                                                         \
+    BF16_STEP(PAIR(x0), a0, b0, h0) BF16_STEP(PAIR(x1), a1, b1, h1) BF16_STEP(PAIR(x2), a2, b2, h2)              \
+    BF16_STEP(PAIR(x3), a3, b3, h3) BF16_STEP(PAIR(x4), a4, b4, h4) BF16_STEP(PAIR(x5), a5, b5, h5)
+#define FULL_PAIR(X) pair_at(X + i)
+#define LAST_ALONE(X) ((__m512bh)_mm512_set1_epi32((int32_t)X[length - 1]))
+    for (int32_t t = 0; t < segments; t++, rows += MR) {
+        const uint16_t *x0 = rows[0], *x1 = rows[1], *x2 = rows[2], *x3 = rows[3], *x4 = rows[4], *x5 = rows[5];
+        int32_t i = 0;
+        for (; i + 1 < length; i += 2, wa += 2 * NR, wb += 2 * width_b) {
+            const __m512bh va = (__m512bh)_mm512_loadu_si512(wa);
+            BF16_PAIRS(FULL_PAIR)
+        }
+        if (i < length) {
+            const __m512bh va = (__m512bh)_mm512_loadu_si512(wa);
+            BF16_PAIRS(LAST_ALONE)
+            wa += 2 * NR;
+            wb += 2 * width_b;
         }
     }
+#undef LAST_ALONE
+#undef FULL_PAIR
+#undef BF16_PAIRS
+#undef BF16_STEP
     const __m512 rows_a[MR] = {a0, a1, a2, a3, a4, a5};
     if (width_b == NR) {
         const __m512 rows_b[MR] = {b0, b1, b2, b3, b4, b5};
@@ -564,28 +577,54 @@ TARGET_BF16 static inline __attribute__((always_inline)) void tile_bf16(int32_t 
     }
 }
 
-/// A task's tiles: each tile's inputs rounded to bfloat16 once, then every pair of blocks of channels.
+typedef struct {
+    const float* input;
+    uint16_t* output;
+    size_t count;
+} rounding_task;
+
+/// Rounds one span of 64 KiB of floats.
+TARGET_BF16 static void round_span(void* opaque, size_t start, size_t count) {
+    const rounding_task* t = (const rounding_task*)opaque;
+    round_row(t->input + start, (int32_t)count, (int32_t)count, t->output + start);
+}
+
+/// A task's tiles: every pair of blocks of channels over each tile of pixels. The rows are pointers
+/// into the rounded input (a 1x1 layer's MR pixels rounded here, as one run of floats), or into
+/// this tile's rounded copies of the rows the float gather made (zeros, or a filter row hanging over
+/// an edge).
 TARGET_BF16 static void conv_bf16_task(void* opaque, size_t task) {
     const task_f32* t = (const task_f32*)opaque;
     const spotter_conv_f32* c = t->conv;
     const size_t k = (size_t)taps(c) * (size_t)c->in_c;
     const int32_t segments = segment_count(c), length = segment_length(c), pairs = segment_pairs(c);
-    const size_t stride = bf16_block_stride(c);
+    const size_t stride = bf16_block_stride(c), padded = 2 * (size_t)pairs;
     const __m256 lo = _mm256_set1_ps(c->out_min), hi = _mm256_set1_ps(c->out_max);
     const float* rows[segments * MR];
+    const uint16_t* rounded_rows[segments * MR];
     float border[c->dil_w == 1 ? MR * k : 1];
-    uint16_t x[(size_t)segments * MR * 2 * (size_t)pairs];
+    uint16_t copies[(size_t)segments * MR * padded];
     const int pointwise = is_pointwise(c);
+    const uintptr_t begin = (uintptr_t)t->input, end = (uintptr_t)(t->input + spotter_conv_bf16_rounded_count(c));
     int32_t first, last;
     spotter_task_pixels(task, t->tiles_per_task, MR, t->pixels, &first, &last);
     for (int32_t p0 = first; p0 < last; p0 += MR) {
         const int32_t count = last - p0 < MR ? last - p0 : MR;
-        if (pointwise && count == MR && length % 2 == 0) {
+        if (pointwise) {
             // MR consecutive pixels: one run of floats, rounded in one go.
-            round_row(t->input + (size_t)p0 * (size_t)length, MR * length, MR * length, x);
+            round_row(t->input + (size_t)p0 * (size_t)length, count * length, count * length, copies);
+            for (int32_t m = 0; m < MR; m++) rounded_rows[m] = copies + (size_t)(m < count ? m : count - 1) * (size_t)length;
         } else {
             gather_rows(c, t->input, p0, count, rows, border);
-            for (int32_t r = 0; r < segments * MR; r++) round_row(rows[r], length, 2 * pairs, x + (size_t)r * 2 * (size_t)pairs);
+            for (int32_t r = 0; r < segments * MR; r++) {
+                const uintptr_t at = (uintptr_t)rows[r];
+                if (at >= begin && at < end) {
+                    rounded_rows[r] = c->rounded_input + (rows[r] - t->input);
+                } else {
+                    round_row(rows[r], length, (int32_t)padded, copies + (size_t)r * padded);
+                    rounded_rows[r] = copies + (size_t)r * padded;
+                }
+            }
         }
         float* out = t->output + (size_t)p0 * c->out_c;
         for (int32_t n0 = 0; n0 < c->out_c; n0 += 2 * NR) {
@@ -593,14 +632,18 @@ TARGET_BF16 static void conv_bf16_task(void* opaque, size_t task) {
             const uint16_t* next = block + (size_t)NR * stride;
             const int32_t left = c->out_c - n0;
             if (left <= NR) {
-                tile_bf16(0, x, segments, pairs, block, NULL, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+                tile_bf16(0, rounded_rows, segments, length, block, NULL, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
             } else if (bf16_block_width(c, n0 + NR) == 8) {
-                tile_bf16(8, x, segments, pairs, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+                tile_bf16(8, rounded_rows, segments, length, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
             } else {
-                tile_bf16(NR, x, segments, pairs, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+                tile_bf16(NR, rounded_rows, segments, length, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
             }
         }
     }
+}
+
+size_t spotter_conv_bf16_rounded_count(const spotter_conv_f32* c) {
+    return is_pointwise(c) ? 0 : (size_t)c->batches * (size_t)c->in_h * (size_t)c->in_w * (size_t)c->in_c;
 }
 
 void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, float* output, pthreadpool_t pool) {
@@ -608,6 +651,11 @@ void spotter_conv_f32_run(const spotter_conv_f32* conv, const float* input, floa
     const int32_t tiles = (pixels + MR - 1) / MR;
     const int32_t per_task = spotter_tiles_per_task(tiles, pool, 8);
     task_f32 context = {conv, input, output, pixels, per_task};
+    if (conv->packed_bf16 && spotter_conv_bf16_rounded_count(conv) > 0) {
+        // Each input is read by several filter taps: rounded once, before the tiles.
+        rounding_task rounding = {input, conv->rounded_input, spotter_conv_bf16_rounded_count(conv)};
+        pthreadpool_parallelize_1d_tile_1d(pool, round_span, &rounding, rounding.count, 1 << 14, 0);
+    }
     void (*run)(void*, size_t) = conv->packed_bf16 ? conv_bf16_task : spotter_has_avx512f() ? conv_f32_task_512 : conv_f32_task;
     pthreadpool_parallelize_1d(pool, run, &context, (size_t)((tiles + per_task - 1) / per_task), 0);
 }

@@ -136,6 +136,9 @@ typedef struct spotter_conv_f32 {
     /// NULL, or made by spotter_conv_bf16_pack: the products then take inputs and weights rounded
     /// to bfloat16 and sum them in float32 (needs spotter_has_avx512_bf16).
     const uint16_t* packed_bf16;
+    /// With packed_bf16: spotter_conv_bf16_rounded_count(conv) uint16s the input is rounded into
+    /// at each run (none for a 1x1 layer, whose tiles round their own pixels).
+    uint16_t* rounded_input;
 } spotter_conv_f32;
 
 /// Floats spotter_conv_f32_pack writes: blocks of 16 channels (the last of 8 when at most 8 remain),
@@ -152,6 +155,9 @@ int spotter_has_avx512_bf16(void);
 /// follows a block of 16 is 8 wide), the block's float biases, then per segment (a filter row, or a tap when dilated along x) its values in
 /// pairs (a zero after an odd count), each pair one 32-bit lane per channel.
 size_t spotter_conv_bf16_packed_count(const spotter_conv_f32* conv);
+
+/// uint16s of spotter_conv_f32.rounded_input: the input's values, or 0 for a 1x1 layer.
+size_t spotter_conv_bf16_rounded_count(const spotter_conv_f32* conv);
 
 /// Packs OHWI `weights` rounded to bfloat16 (to nearest, ties to even) and `bias` (NULL: zeros).
 void spotter_conv_bf16_pack(const spotter_conv_f32* conv, const float* weights, const float* bias, uint16_t* packed);

@@ -15,6 +15,9 @@ final class AVX2Convolution: Kernel {
     /// Whether it can round products to bfloat16 (``Interpreter/Options/FloatPrecision/bfloat16``).
     static let hasBFloat16 = spotter_has_avx512_bf16() != 0
 
+    /// Layers with at most this many output channels stay in float32 when bfloat16 is asked for.
+    static let bfloat16MinimumChannels = 16
+
     /// Whether this kernel's products take inputs and weights rounded to bfloat16.
     var roundsToBFloat16: Bool { packedBFloat16 != nil }
 
@@ -28,6 +31,8 @@ final class AVX2Convolution: Kernel {
     // Buffers the C kernel reads; owned here for the kernel's lifetime.
     private let packed: UnsafeMutableBufferPointer<Float>
     private let packedBFloat16: UnsafeMutableBufferPointer<UInt16>?
+    /// The input rounded to bfloat16 at each run (layers other than 1x1).
+    private let roundedInput: UnsafeMutableBufferPointer<UInt16>?
     private let zeros: UnsafeMutableBufferPointer<Float>
     /// A PReLU after the convolution, applied to each output as it is stored: alpha, then scale.
     private let prelu: UnsafeMutableBufferPointer<Float>?
@@ -56,7 +61,7 @@ final class AVX2Convolution: Kernel {
             out_h: Int32(g.outputHeight), out_w: Int32(g.outputWidth), out_c: Int32(channels),
             k_h: Int32(g.filterHeight), k_w: Int32(g.filterWidth), stride_h: Int32(g.strideHeight), stride_w: Int32(g.strideWidth),
             dil_h: Int32(g.dilationHeight), dil_w: Int32(g.dilationWidth), pad_top: Int32(g.padTop), pad_left: Int32(g.padLeft),
-            out_min: range.min, out_max: range.max, packed: nil, zero: nil, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0, packed_bf16: nil)
+            out_min: range.min, out_max: range.max, packed: nil, zero: nil, prelu_alpha: nil, prelu_scale: nil, prelu_min: 0, prelu_max: 0, packed_bf16: nil, rounded_input: nil)
         let weights = try ctx.floatWeights(ctx.input(1))
         let k = g.filterHeight * g.filterWidth * g.inputChannels
         guard weights.count == channels * k else {
@@ -77,13 +82,19 @@ final class AVX2Convolution: Kernel {
         let packed = UnsafeMutableBufferPointer<Float>.allocate(capacity: spotter_conv_f32_packed_count(&conv))
         Self.withPointers(weights, bias) { spotter_conv_f32_pack(&conv, $0, $1, packed.baseAddress) }
         conv.packed = UnsafePointer(packed.baseAddress)
-        if ctx.floatPrecision == .bfloat16, Self.hasBFloat16 {
+        // With one block of 16 channels, gathering and rounding each tile's inputs costs more than
+        // the halved products save (attention-yolo-hybrid's 3x3 RGB layer to 16: 0.197 ms in float32,
+        // 0.231 in bfloat16).
+        if ctx.floatPrecision == .bfloat16, Self.hasBFloat16, channels > Self.bfloat16MinimumChannels {
             let rounded = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: spotter_conv_bf16_packed_count(&conv))
             Self.withPointers(weights, bias) { spotter_conv_bf16_pack(&conv, $0, $1, rounded.baseAddress) }
             conv.packed_bf16 = UnsafePointer(rounded.baseAddress)
             packedBFloat16 = rounded
+            let input = UnsafeMutableBufferPointer<UInt16>.allocate(capacity: max(1, spotter_conv_bf16_rounded_count(&conv)))
+            conv.rounded_input = input.baseAddress
+            roundedInput = input
         } else {
-            packedBFloat16 = nil
+            (packedBFloat16, roundedInput) = (nil, nil)
         }
         zeros = .allocate(capacity: max(1, g.filterWidth * g.inputChannels))
         zeros.initialize(repeating: 0)
@@ -106,6 +117,7 @@ final class AVX2Convolution: Kernel {
     deinit {
         packed.deallocate()
         packedBFloat16?.deallocate()
+        roundedInput?.deallocate()
         zeros.deallocate()
         prelu?.deallocate()
     }
