@@ -444,11 +444,11 @@ CONV_F32_TASK(conv_f32_task_512, TARGET_512,
 
 // ---- bfloat16 products (spotter_conv_f32.packed_bf16) ----
 //
-// The same tiles, but each product pair is one lane of `vdpbf16ps`: a pixel's inputs, rounded to
-// bfloat16 as its tile is gathered (a segment's length rounded up to pairs with a zero), times
-// weights rounded to bfloat16 at load, summed in float32. Twice the products per instruction of
-// float FMAs, with inputs and weights kept to 8 significant bits: OpenVINO's default on CPUs
-// with these instructions, opt-in here.
+// The same tiles, but each pair of products is one lane of `vdpbf16ps`: inputs rounded to bfloat16
+// (once per run, or per tile for a 1x1 layer), times weights rounded at load, summed in float32; a
+// segment of odd length ends with its last value paired with a zero. Twice the products per
+// instruction of float FMAs, with inputs and weights kept to 8 significant bits: OpenVINO's
+// default on CPUs with these instructions, opt-in here.
 #define TARGET_BF16 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512bf16")))
 
 int spotter_has_avx512_bf16(void) {
@@ -521,7 +521,7 @@ TARGET_BF16 static inline __m512bh pair_at(const uint16_t* x) {
     return (__m512bh)_mm512_set1_epi32(bits);
 }
 
-/// A block of 16 channels and a second of `width_b` (0: none, 8 or 16) over up to MR pixels:
+/// A block of 16 channels and a second of `width_b` (0: none, `block_b` unread; 8 or 16) over up to MR pixels:
 /// `rows` holds, for each segment, MR pointers to `length` rounded inputs. An odd length's last
 /// value is paired with a zero (never with what follows it, which may be another pixel's).
 TARGET_BF16 static inline __attribute__((always_inline)) void tile_bf16(int32_t width_b, const uint16_t* const* rows, int32_t segments,
@@ -632,7 +632,7 @@ TARGET_BF16 static void conv_bf16_task(void* opaque, size_t task) {
             const uint16_t* next = block + (size_t)NR * stride;
             const int32_t left = c->out_c - n0;
             if (left <= NR) {
-                tile_bf16(0, rounded_rows, segments, length, block, NULL, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
+                tile_bf16(0, rounded_rows, segments, length, block, block, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
             } else if (bf16_block_width(c, n0 + NR) == 8) {
                 tile_bf16(8, rounded_rows, segments, length, block, next, out + n0, count, left, c->out_c, lo, hi, prelu_for_block(c, n0));
             } else {

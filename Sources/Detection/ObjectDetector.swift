@@ -157,7 +157,7 @@ public final class ObjectDetector {
         public var threadCount: Int = Processors.available
         /// Default: `.xnnpack`.
         public var backend: Interpreter.Options.Backend = .xnnpack
-        /// Float models' convolutions: `.bfloat16` trades about 1% of their outputs for speed on
+        /// Float models' convolutions: `.bfloat16` rounds their inputs and weights for speed on
         /// CPUs with AVX-512 BF16 (see `Interpreter.Options.FloatPrecision`). Default `.float32`.
         public var floatPrecision: Interpreter.Options.FloatPrecision = .float32
         /// How pictures are fitted to the input. Default nil: the model family's own (`.stretch` for

@@ -8,7 +8,7 @@ extension Interpreter.Options.FloatPrecision: ExpressibleByArgument {
     /// The help of every command's `--precision`.
     static let help = ArgumentHelp("""
         Float models' convolutions: float32 (outputs agree with LiteRT's) or bfloat16 (inputs and \
-        weights rounded to 8 significant bits, outputs about 1% off, up to twice as fast on CPUs with \
+        weights rounded to 8 significant bits, up to twice as fast on CPUs with \
         AVX-512 BF16, as OpenVINO's default there; elsewhere float32). 8-bit models are unaffected.
         """)
 }
