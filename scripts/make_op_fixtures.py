@@ -522,6 +522,7 @@ def main():
     # The bfloat16 path's pairs with an odd number of input channels (a zero half in each pixel's
     # last pair), and a last pair of blocks of 16 and 8 channels.
     float_convolutions([("conv2d_float32_1x1_c7_to_56_odd_pairs", [1, 9, 13, 7], 1, 1, 1, Padding.SAME, 56, Act.RELU6)])
+    wide_matmul_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -970,6 +971,22 @@ def activation_weight_cases():
                                 ("batch_matmul_int8_adjoint_x", [2, 32, 21], [2, 32, 18], [2, 21, 18], {"AdjX": True})]:
         save(name, [T(a, TT.INT8, **qa), T(b, TT.INT8, **qb), T(out, TT.INT8, scale=0.8, zp=-3)], [0, 1], [2],
              [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, bm(**kw), None)])
+
+
+def wide_matmul_cases():
+    """Products of two activations with more than 64 output columns: the kernel sums blocks of 64
+    columns in registers, then the columns left over (int8 and float BATCH_MATMUL, a float
+    FULLY_CONNECTED whose weights are an input)."""
+    qa, qb = {"scale": 0.05, "zp": -7}, {"scale": 0.04, "zp": 11}
+    bm = options("BatchMatMulOptions")
+    save("batch_matmul_int8_wide_columns", [T([1, 2, 9, 32], TT.INT8, **qa), T([1, 2, 32, 150], TT.INT8, **qb),
+                                            T([1, 2, 9, 150], TT.INT8, scale=0.8, zp=-3)], [0, 1], [2],
+         [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, bm, None)])
+    save("batch_matmul_float32_wide_columns", [T([2, 5, 16], TT.FLOAT32), T([2, 16, 70], TT.FLOAT32), T([2, 5, 70], TT.FLOAT32)], [0, 1], [2],
+         [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, bm, None)])
+    fc = options("FullyConnectedOptions", FusedActivationFunction=Act.NONE, KeepNumDims=True)
+    save("fully_connected_float32_activation_weights_wide", [T([1, 5, 24], TT.FLOAT32), T([140, 24], TT.FLOAT32), T([1, 5, 140], TT.FLOAT32)],
+         [0, 1], [2], [(Op.FULLY_CONNECTED, None, [0, 1], [2], Opt.FullyConnectedOptions, fc, None)])
 
 
 def hybrid_convolutions():
