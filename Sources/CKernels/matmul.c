@@ -6,9 +6,10 @@
 #include "spotter_kernels.h"
 
 // Columns go in blocks of MATMUL_BLOCK, each summed over all of K in a local array the compiler
-// keeps in registers, and stored once: summing into the output row itself reloaded and stored it
-// for every p, and those stores stalled the loads of B's rows wherever the row (on the stack) and B
-// happened to lie 4 KiB apart (attention-yolo's BATCH_MATMULs took 0.15 or 0.35 ms by stack depth).
+// keeps in registers, and stored once. Summing into the output row itself reloaded and stored it
+// for every p, and its speed then depended on where that row (on the caller's stack) lay: perf put
+// the time on those loads and stores, and attention-yolo-int8 took 0.86 or 1.05 ms depending on
+// the build (4 KiB aliasing with B's rows, most likely).
 #define MATMUL_BLOCK 64
 #define MATMUL_ROWS(T, X)                                                                \
     for (size_t i = 0; i < rows; i++) {                                                  \
