@@ -523,6 +523,7 @@ def main():
     # last pair), and a last pair of blocks of 16 and 8 channels.
     float_convolutions([("conv2d_float32_1x1_c7_to_56_odd_pairs", [1, 9, 13, 7], 1, 1, 1, Padding.SAME, 56, Act.RELU6)])
     wide_matmul_cases()
+    float_silu_cases()
     print("wrote", len(os.listdir(OUT)), "cases to", OUT)
     write_invalid_models()
 
@@ -971,6 +972,22 @@ def activation_weight_cases():
                                 ("batch_matmul_int8_adjoint_x", [2, 32, 21], [2, 32, 18], [2, 21, 18], {"AdjX": True})]:
         save(name, [T(a, TT.INT8, **qa), T(b, TT.INT8, **qb), T(out, TT.INT8, scale=0.8, zp=-3)], [0, 1], [2],
              [(Op.BATCH_MATMUL, None, [0, 1], [2], Opt.BatchMatMulOptions, bm(**kw), None)])
+
+
+def float_silu_cases():
+    """x * LOGISTIC(x) on float32 (hybrid YOLO exports), one pass on the fast path: inputs in -3..3,
+    then scaled by 30 (exp's range, both signs), with a RELU6 on the MUL, and once with the
+    LOGISTIC's output also a model output (the two operators then run as they are)."""
+    shape = [1, 9, 10, 7]
+    silu_ops = lambda x, s, out, act: [(Op.LOGISTIC, None, [x], [s], 0, None, None),
+                                       (Op.MUL, None, [x, s], [out], Opt.MulOptions, options("MulOptions", FusedActivationFunction=act), None)]
+    save("silu_float32", [T(shape, TT.FLOAT32), T(shape, TT.FLOAT32), T(shape, TT.FLOAT32)], [0], [2], silu_ops(0, 1, 2, Act.NONE))
+    save("silu_float32_sigmoid_also_output", [T(shape, TT.FLOAT32), T(shape, TT.FLOAT32), T(shape, TT.FLOAT32)], [0], [1, 2],
+         silu_ops(0, 1, 2, Act.NONE))
+    thirty = T([], TT.FLOAT32, data=np.array(30, np.float32))
+    for name, act in [("silu_float32_wide_range", Act.NONE), ("silu_float32_wide_range_relu6", Act.RELU6)]:
+        save(name, [T(shape, TT.FLOAT32), thirty, T(shape, TT.FLOAT32), T(shape, TT.FLOAT32), T(shape, TT.FLOAT32)], [0], [4],
+             [(Op.MUL, None, [0, 1], [2], Opt.MulOptions, options("MulOptions"), None)] + silu_ops(2, 3, 4, act))
 
 
 def wide_matmul_cases():

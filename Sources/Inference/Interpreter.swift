@@ -272,7 +272,7 @@ public final class Interpreter {
         case let convolution as AVX2Convolution: convolution.roundsToBFloat16 ? "bf16" : "avx2"
         case is AVX2QuantizedConvolution: "avx2"
         case let table as ByteTable: table.label
-        case is SiLU.Absorbed: "silu"
+        case is SiLU.Absorbed, is SiLU.FloatPass: "silu"
         case is PReLU.Absorbed: "prelu"
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
         case is PaddedAdd.Absorbed: "padded add"

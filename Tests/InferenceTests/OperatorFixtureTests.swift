@@ -155,6 +155,25 @@ import TFLiteFormat
         try Self.expectLiteRTXNNPACKBytes(interpreter, name)
     }
 
+    /// A float32 SiLU (hybrid YOLO exports) is one pass where the CPU has AVX-512F, over inputs
+    /// from -90 to 90 and with a RELU6 on the MUL, and agrees with LiteRT's two XNNPACK passes to
+    /// within a few units in the last place; with the sigmoid also an output, both operators run.
+    @Test("a float SiLU is one pass only where the sigmoid is not needed elsewhere, with LiteRT's values", arguments: [
+        ("silu_float32", cpuHasAVX512F ? ["silu", "silu"] : ["xnnpack", "xnnpack"]),
+        ("silu_float32_wide_range", cpuHasAVX512F ? ["xnnpack", "silu", "silu"] : ["xnnpack", "xnnpack", "xnnpack"]),
+        ("silu_float32_wide_range_relu6", cpuHasAVX512F ? ["xnnpack", "silu", "silu"] : ["xnnpack", "xnnpack", "xnnpack"]),
+        ("silu_float32_sigmoid_also_output", ["xnnpack", "xnnpack"]),
+    ])
+    func floatSiLUIsOnePassOnlyWhenSafe(_ name: String, _ backends: [String]) throws {
+        let interpreter = try Self.run(name, .xnnpack)
+        #expect(try interpreter.profile(runs: 1).map(\.backend) == backends, "\(name)")
+        for index in 0..<interpreter.outputCount {
+            let litert = try Fixtures.npy(Self.folder.appendingPathComponent("\(name)/xnnpack_output\(index).npy")).values(as: Float.self)
+            let values = try interpreter.output(at: index).values(as: Float.self)
+            expectClose(values, litert, relative: 1e-6, "\(name) output \(index)")
+        }
+    }
+
     /// Where the CPU has VBMI an 8-bit LOGISTIC is a table of XNNPACK's 256 bytes looked up 64 at
     /// a time: LiteRT's XNNPACK bytes.
     @Test("8-bit LOGISTIC as a table equals LiteRT's XNNPACK outputs", arguments: ["logistic_uint8", "logistic_int8"])

@@ -106,6 +106,11 @@ void spotter_quantize_s8(const float* x, int8_t* y, size_t count, float inverse_
 /// Whether the CPU has AVX-512 VBMI (byte permutes), which spotter_conv's out_table needs.
 int spotter_has_vbmi(void);
 
+/// y = x * sigmoid(x) (SiLU) for `count` floats (y may be x), in blocks of 64 KiB across the pool's
+/// threads; within about two units in the last place of the exact value. AVX-512F
+/// (spotter_has_avx512f).
+void spotter_silu_f32(const float* x, float* y, size_t count, pthreadpool_t pool);
+
 /// output[i] = table[input[i]] for `count` bytes, in blocks of 64 KiB across the pool's threads
 /// (64 bytes per step with AVX-512 VBMI where the CPU has it).
 void spotter_lookup_bytes(const uint8_t* table, const uint8_t* input, uint8_t* output, size_t count, pthreadpool_t pool);

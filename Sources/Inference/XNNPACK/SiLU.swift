@@ -2,14 +2,15 @@ internal import CKernels
 internal import CXNNPACK
 import TFLiteFormat
 
-/// `x * LOGISTIC(x)` on 8-bit tensors (SiLU, after every convolution of YOLOv8) in one pass: the MUL
+/// `x * LOGISTIC(x)` (SiLU, after every convolution of YOLOv8) in one pass. On 8-bit tensors the MUL
 /// looks each byte of `x` up in a table (``ByteTable``) that XNNPACK's own sigmoid and multiply
 /// operators computed for all 256 inputs at load, so the bytes are the ones the two operators would
-/// write; the LOGISTIC, whose output only that MUL reads, does nothing. After an 8-bit convolution
-/// on the VNNI kernel, the convolution applies the table itself (``fusing(into:_:)``) and the MUL
-/// does nothing too.
+/// write; after an 8-bit convolution on the VNNI kernel, the convolution applies the table itself
+/// (``fusing(into:_:)``) and the MUL does nothing too. On float32 (hybrid exports) the MUL computes
+/// both on AVX-512 (``FloatPass``), within a few units in the last place of XNNPACK's two passes.
+/// Either way the LOGISTIC, whose output only that MUL reads, does nothing.
 enum SiLU {
-    /// The kernel for a LOGISTIC or MUL that is part of an 8-bit SiLU, else nil.
+    /// The kernel for a LOGISTIC or MUL that is part of a SiLU, else nil.
     static func make(_ ctx: PrepareContext, pool: ThreadPool) throws -> Kernel? {
         let op = ctx.op!
         if let x = ctx.foldedSiLUs[op.index] {
@@ -28,6 +29,11 @@ enum SiLU {
               let logistic = logistic(feeding: op, ctx) else { return nil }
         let x = logistic.inputs[0], output = op.outputs[0]
         try ctx.setShape(output, ctx.shape(x))
+        if ctx.type(x) == .float32 {
+            let range = FixedPoint.activationRange(activation)
+            return FloatPass(input: x, output: output, count: ctx.shape(x).reduce(1, *),
+                             clamp: activation == .none ? nil : range.min...range.max, pool: pool)
+        }
         let table = try table(ctx, x: x, sigmoid: logistic.outputs[0], output: output, activation: activation)
         return ByteTable(input: x, output: output, count: ctx.shape(x).reduce(1, *), table: table, label: "silu", pool: pool)
     }
@@ -37,7 +43,7 @@ enum SiLU {
     /// storage), when the SiLU's LOGISTIC and MUL are x's only readers and x is no model output
     /// (``PrepareContext/isObservable(_:)``). Nil otherwise.
     static func fusing(into x: Int, _ ctx: PrepareContext) throws -> [UInt8]? {
-        guard !ctx.isObservable(x) else { return nil }
+        guard !ctx.isObservable(x), [.int8, .uint8].contains(ctx.type(x)) else { return nil }
         let readers = consumers(of: x, in: ctx.graph)
         guard readers.count == 2, let mul = readers.first(where: { $0.code.builtin == .mul }), case .mul(let activation) = mul.options,
               let logistic = logistic(feeding: mul, ctx), logistic.inputs == [x], readers.contains(where: { $0.index == logistic.index })
@@ -52,9 +58,9 @@ enum SiLU {
         graph.operators.filter { $0.inputs.contains(tensor) }
     }
 
-    /// The LOGISTIC of `mul`'s other input, when `mul` is `x * LOGISTIC(x)` on one 8-bit type, of
-    /// one shape, and nothing else (not the model's outputs, not a preserved tensor) reads the
-    /// LOGISTIC's output.
+    /// The LOGISTIC of `mul`'s other input, when `mul` is `x * LOGISTIC(x)` on one 8-bit type (or
+    /// float32, on CPUs with AVX-512F), of one shape, and nothing else (not the model's outputs, not
+    /// a preserved tensor) reads the LOGISTIC's output.
     private static func logistic(feeding mul: OperatorInfo, _ ctx: PrepareContext) -> OperatorInfo? {
         let graph = ctx.graph
         guard mul.code.builtin == .mul, mul.inputs.count == 2, mul.outputs.count == 1 else { return nil }
@@ -63,7 +69,7 @@ enum SiLU {
                   logistic.inputs == [x], !ctx.isObservable(s),
                   consumers(of: s, in: graph).map(\.index) == [mul.index] else { continue }
             let types = [x, s, mul.outputs[0]].map { graph.tensors[$0].type }
-            guard types.allSatisfy({ $0 == types[0] }), [.int8, .uint8].contains(types[0]),
+            guard types.allSatisfy({ $0 == types[0] }), [.int8, .uint8].contains(types[0]) || (types[0] == .float32 && hasAVX512F),
                   graph.tensors[x].shape == graph.tensors[s].shape, graph.tensors[x].shape == graph.tensors[mul.outputs[0]].shape
             else { continue }
             return logistic
@@ -98,6 +104,28 @@ enum SiLU {
                                                sigmoid.assumingMemoryBound(to: UInt8.self), product.assumingMemoryBound(to: UInt8.self), nil)
         })
         return Array(UnsafeRawBufferPointer(start: product, count: 256))
+    }
+
+    private static let hasAVX512F = spotter_has_avx512f() != 0
+
+    /// A float32 SiLU in one pass (Sources/CKernels/silu_f32.c), then the MUL's fused clamp.
+    final class FloatPass: Kernel {
+        var readsConstantInputs: Bool { false }
+        private let input, output, count: Int
+        /// The MUL's fused activation, if any.
+        private let clamp: ClosedRange<Float>?
+        private let pool: ThreadPool
+
+        init(input: Int, output: Int, count: Int, clamp: ClosedRange<Float>?, pool: ThreadPool) {
+            (self.input, self.output, self.count, self.clamp, self.pool) = (input, output, count, clamp, pool)
+        }
+
+        func run(_ memory: TensorMemory) {
+            let y = memory.typed(output, Float.self)
+            spotter_silu_f32(memory.typed(input, Float.self), y, count, pool.active)
+            guard let clamp else { return }
+            for i in 0..<count { y[i] = min(max(y[i], clamp.lowerBound), clamp.upperBound) }
+        }
     }
 
     /// The LOGISTIC of a SiLU: its output is never read.
