@@ -272,14 +272,11 @@ public final class Interpreter {
         case let convolution as AVX2Convolution: convolution.roundsToBFloat16 ? "bf16" : "avx2"
         case is AVX2QuantizedConvolution: "avx2"
         case let table as ByteTable: table.label
-        case is SiLU.Absorbed, is SiLU.FloatPass: "silu"
-        case is PReLU.Absorbed: "prelu"
+        case is SiLU.FloatPass: "silu"
+        case let elsewhere as DoneElsewhere: elsewhere.label
         case let pooled as PooledRows: pooled.kernel is PReLU ? "prelu" : pooled.kernel is PaddedAdd ? "padded add" : "pooled"
-        case is PaddedAdd.Absorbed: "padded add"
-        case is VNNIConvolution.Folded: "folded into its convolution"
         case is GlobalDepthwise: "global"
         case is AVX512Depthwise: "avx512"
-        case is FoldedRelu: "folded"
         default: "reference"
         }
     }

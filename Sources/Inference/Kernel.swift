@@ -24,6 +24,16 @@ extension Kernel {
     var readsConstantInputs: Bool { true }
 }
 
+/// An operator whose work another kernel does (a PAD or CONCATENATION a convolution reads in place,
+/// a SiLU's LOGISTIC, a RELU folded into the ADD before it...): running it does nothing. `label`
+/// names that in profiles (``Interpreter/OperatorTiming/backend``).
+final class DoneElsewhere: Kernel {
+    let label: String
+    init(_ label: String) { self.label = label }
+    var readsConstantInputs: Bool { false }
+    func run(_ memory: TensorMemory) {}
+}
+
 /// What an operator sees while it is prepared: tensor descriptions, resolved shapes, constants.
 final class PrepareContext {
     let model: Model

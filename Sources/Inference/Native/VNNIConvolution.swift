@@ -14,6 +14,10 @@ import TFLiteFormat
 /// run (int8, one asymmetric scale over the tensor, from its range), multiplied in int8 and the sums
 /// scaled back to float with the bias added (and a PReLU after it applied as the outputs are stored).
 final class VNNIConvolution: Kernel {
+    /// The profile label of an operator this kernel does as it reads or writes (a ``FoldedPad``, a
+    /// ``FoldedConcatenation``, a SiLU's MUL: ``SiLU/fusing(into:_:)``).
+    static let foldedLabel = "folded into its convolution"
+
     /// Constants were copied or packed at load.
     var readsConstantInputs: Bool { false }
 
@@ -91,7 +95,7 @@ final class VNNIConvolution: Kernel {
         // The padded tensor is never written; sharing x's storage keeps x alive until the convolution reads it.
         ctx.alias(output: padded, to: x)
         ctx.foldedPads[conv.index] = FoldedPad(x: x, top: p[2], left: p[4])
-        return Folded()
+        return DoneElsewhere(VNNIConvolution.foldedLabel)
     }
 
     /// A CONCATENATION along channels of 8-bit tensors that only a 1x1 8-bit CONV_2D after it reads
@@ -131,7 +135,7 @@ final class VNNIConvolution: Kernel {
         ctx.alias(output: output, to: op.inputs[0])
         for part in op.inputs { ctx.read(part, lateAt: conv.index) }
         ctx.foldedConcatenations[conv.index] = FoldedConcatenation(parts: op.inputs)
-        return Folded()
+        return DoneElsewhere(VNNIConvolution.foldedLabel)
     }
 
     private init(_ ctx: PrepareContext, pool: ThreadPool, options: Conv2DOptions, hybrid isHybrid: Bool) throws {
@@ -324,14 +328,5 @@ final class VNNIConvolution: Kernel {
                                  target + batch * outputCount, pool.active)
             }
         }
-    }
-}
-
-extension VNNIConvolution {
-    /// An operator whose work a convolution does as it reads or writes (a ``FoldedPad``, a
-    /// ``FoldedConcatenation``, a SiLU's MUL: ``SiLU/fusing(into:_:)``): running it does nothing.
-    final class Folded: Kernel {
-        var readsConstantInputs: Bool { false }
-        func run(_ memory: TensorMemory) {}
     }
 }

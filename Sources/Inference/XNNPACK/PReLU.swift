@@ -39,12 +39,12 @@ final class PReLU: RowKernel {
         guard let pattern = ctx.prelus[op.index] else { return nil }
         guard op.index == pattern.add else {
             try ctx.setShape(op.outputs[0], ctx.shape(pattern.x))
-            return Absorbed()
+            return DoneElsewhere("prelu")  // the pattern's other operators: their outputs are never read
         }
         if pattern.isFused {
             try ctx.setShape(op.outputs[0], ctx.shape(pattern.x))
             ctx.alias(output: op.outputs[0], to: pattern.x)
-            return Absorbed()
+            return DoneElsewhere("prelu")  // the convolution writing x applied it: the ADD's output is x's storage
         }
         let kernel = try PReLU(ctx, pattern)
         return PooledRows(kernel, rowBytes: kernel.rowBytes, pool: pool)
@@ -154,11 +154,5 @@ final class PReLU: RowKernel {
                                   channels, alpha.baseAddress, scale.baseAddress, low, high)
             }
         }
-    }
-
-    /// An operator of the pattern other than its ADD: its output is never read.
-    final class Absorbed: Kernel {
-        var readsConstantInputs: Bool { false }
-        func run(_ memory: TensorMemory) {}
     }
 }

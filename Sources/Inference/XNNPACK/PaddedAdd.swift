@@ -45,7 +45,7 @@ final class PaddedAdd: RowKernel {
         // The padded tensor is never written; sharing x's storage keeps x alive until the ADD reads it.
         ctx.alias(output: padded, to: x)
         ctx.paddedAdds[add.index] = Pattern(x: x, padded: padded)
-        return Absorbed()
+        return DoneElsewhere("padded add")  // the PAD: its output is never written or read
     }
 
     init(_ ctx: PrepareContext, _ pattern: Pattern, activation: FusedActivation) throws {
@@ -76,11 +76,5 @@ final class PaddedAdd: RowKernel {
             for c in 0..<inner { o[c] = Swift.min(Swift.max(ar[c] + br[c], low), high) }
             for c in inner..<outer { o[c] = Swift.min(Swift.max(ar[c] + 0, low), high) }
         }
-    }
-
-    /// The PAD of the pattern: its output is never written or read.
-    final class Absorbed: Kernel {
-        var readsConstantInputs: Bool { false }
-        func run(_ memory: TensorMemory) {}
     }
 }

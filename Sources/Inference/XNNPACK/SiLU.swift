@@ -17,13 +17,13 @@ enum SiLU {
             // The convolution writing x applied the table: the MUL's output is x's storage.
             try ctx.setShape(op.outputs[0], ctx.shape(x))
             ctx.alias(output: op.outputs[0], to: x)
-            return VNNIConvolution.Folded()
+            return DoneElsewhere(VNNIConvolution.foldedLabel)
         }
         if op.code.builtin == .logistic {
             guard let mul = consumers(of: op.outputs[0], in: ctx.graph).first,
                   let logistic = logistic(feeding: mul, ctx), logistic.index == op.index else { return nil }
             try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
-            return SiLU.Absorbed()
+            return DoneElsewhere("silu")  // its output is never read
         }
         guard op.code.builtin == .mul, case .mul(let activation) = op.options,
               let logistic = logistic(feeding: op, ctx) else { return nil }
@@ -126,11 +126,5 @@ enum SiLU {
             guard let clamp else { return }
             for i in 0..<count { y[i] = min(max(y[i], clamp.lowerBound), clamp.upperBound) }
         }
-    }
-
-    /// The LOGISTIC of a SiLU: its output is never read.
-    final class Absorbed: Kernel {
-        var readsConstantInputs: Bool { false }
-        func run(_ memory: TensorMemory) {}
     }
 }

@@ -1,13 +1,6 @@
 internal import CXNNPACK
 import TFLiteFormat
 
-/// A RELU or RELU6 whose clamp the ADD, SUB or MUL before it applied: its output shares that
-/// operator's output storage, and running it does nothing.
-final class FoldedRelu: Kernel {
-    var readsConstantInputs: Bool { false }
-    func run(_ memory: TensorMemory) {}
-}
-
 /// Chooses an XNNPACK operator for a TFLite operator, or returns nil to leave it to the reference kernels.
 ///
 /// Covered: CONV_2D and DEPTHWISE_CONV_2D (uint8, int8 per-channel, float32, hybrid float32 with
@@ -34,7 +27,9 @@ enum XNNPACKKernels {
         if ctx.absorbed.contains(op.index) {
             try ctx.setShape(op.outputs[0], ctx.shape(op.inputs[0]))
             ctx.alias(output: op.outputs[0], to: op.inputs[0])
-            return FoldedRelu()
+            // A RELU or RELU6 whose clamp the ADD, SUB or MUL before it applied: its output shares
+            // that operator's output storage.
+            return DoneElsewhere("folded")
         }
         switch (op.code.builtin, op.options) {
         case (.conv2D, .conv2D(let options)):
