@@ -296,8 +296,8 @@ struct QuadFinder {
         var shifted = line
         shifted.center = line.center + outward * offset
         let inset = 0.1 * line.length
-        let steps = profile(of: shifted, from: line.start + inset, to: line.end - inset).steps
-        return Double(steps.filter { $0 & 1 != 0 }.count) >= Self.rimSupport * Double(max(1, steps.count))
+        let profile = profile(of: shifted, from: line.start + inset, to: line.end - inset)
+        return profile.hitShare(0, profile.steps.count - 1) >= Self.rimSupport
     }
 
     /// How far out a side may move (``widened(_:)``), as a share of the quadrilateral's shorter
@@ -475,6 +475,11 @@ struct Profile {
         let (from, to) = t > other ? (t, t + extent) : (t - extent, t)
         // Sample k lies at first + k + 0.5.
         let low = max(0, Int((from - first - 0.5).rounded(.up))), high = min(steps.count - 1, Int((to - first - 0.5).rounded(.down)))
+        return hitShare(low, high)
+    }
+
+    /// The share of samples `low` through `high` that hit (0 when there are none).
+    func hitShare(_ low: Int, _ high: Int) -> Double {
         guard high >= low else { return 0 }
         var hits = 0
         for k in low...high where steps[k] & 1 != 0 { hits += 1 }
