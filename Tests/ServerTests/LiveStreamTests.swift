@@ -54,8 +54,10 @@ import TestSupport
                     var pictures = 0
                     let counter = LiveStreamReader { _, _, _, _, jpeg in if jpeg != nil { pictures += 1 } }
                     do {
+                        // As generous between bytes: the source's first frames can wait that long
+                        // for a core (CI saw 30 s pass after the stream's opening bytes).
                         try HTTPStream.get("http://127.0.0.1:\(port)/api/v1/live?types=detection,source_stats",
-                                           keepGoing: { Date() < deadline }) { piece in
+                                           options: .init(stallTimeout: 120), keepGoing: { Date() < deadline }) { piece in
                             bytes.append(contentsOf: piece)
                             return counter.feed(piece) && pictures < 5 && bytes.count < 2_000_000
                         }
