@@ -32,6 +32,12 @@ public enum Processors {
     }
 }
 
+/// Instruction sets of this CPU that Spotter's own kernels need, read once per process.
+enum CPU {
+    /// AVX-512F (and the OS saving its registers).
+    static let hasAVX512F = spotter_has_avx512f() != 0
+}
+
 /// Process-wide memory settings.
 public enum HeapTuning {
     /// Keeps long runs from growing by fragmentation (glibc): two heaps serve all threads, and

@@ -12,7 +12,7 @@ final class AVX512Depthwise: Kernel {
     var readsConstantInputs: Bool { false }
 
     /// Whether this CPU can run the kernel (checked once per process).
-    static let isAvailable = spotter_has_avx512f() != 0
+    static let isAvailable = CPU.hasAVX512F
 
     /// Taller filters run on XNNPACK: each thread keeps a pointer per filter row on its stack.
     static let maximumFilterHeight = 64

@@ -128,9 +128,6 @@ final class QuantizedRelu<T: FixedWidthInteger & BitwiseCopyable>: Kernel {
 /// `exp(-scale * beta * d)` for the 256 possible distances `d` from the row's maximum, as TFLite's
 /// `PopulateSoftmaxLookupTable` and table-driven `Softmax`.
 final class Softmax: RowKernel {
-    /// Whether this CPU runs the 8-bit rows 16 at a time (checked once per process).
-    static let hasAVX512 = spotter_has_avx512f() != 0
-
     let input, output: Int
     let type: TensorType
     let rows, depth: Int
@@ -197,7 +194,7 @@ final class Softmax: RowKernel {
         table.withUnsafeBufferPointer { table in
             let table = table.baseAddress!
             var range = range
-            if Self.hasAVX512, depth <= Int(SPOTTER_SOFTMAX_MAX_DEPTH), range.count >= 16 {
+            if CPU.hasAVX512F, depth <= Int(SPOTTER_SOFTMAX_MAX_DEPTH), range.count >= 16 {
                 // Whole groups of 16 rows on AVX-512 (the same arithmetic, row by row); the rest below.
                 let whole = range.count / 16 * 16
                 spotter_softmax_q8_16rows(src + range.lowerBound &* depth, dst + range.lowerBound &* depth, whole, depth,

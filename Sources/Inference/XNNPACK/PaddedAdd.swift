@@ -14,9 +14,6 @@ final class PaddedAdd: RowKernel {
 
     var readsConstantInputs: Bool { false }
 
-    /// Whether the AVX-512 pass runs (else the Swift loop below).
-    private static let hasAVX512 = spotter_has_avx512f() != 0
-
     private let other, x, output: Int
     private let inner, outer: Int
     private let low, high: Float
@@ -65,7 +62,7 @@ final class PaddedAdd: RowKernel {
     func run(_ memory: TensorMemory, rows range: Range<Int>) {
         let a = memory.typed(other, Float.self), b = memory.typed(x, Float.self), out = memory.typed(output, Float.self)
         let (inner, outer, low, high) = (self.inner, self.outer, self.low, self.high)
-        if Self.hasAVX512 {
+        if CPU.hasAVX512F {  // the AVX-512 pass, else the Swift loop below
             spotter_padded_add_f32(a + range.lowerBound * outer, b + range.lowerBound * inner, out + range.lowerBound * outer,
                                    range.count, inner, outer, low, high)
             return

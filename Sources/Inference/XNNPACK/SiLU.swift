@@ -69,7 +69,7 @@ enum SiLU {
                   logistic.inputs == [x], !ctx.isObservable(s),
                   consumers(of: s, in: graph).map(\.index) == [mul.index] else { continue }
             let types = [x, s, mul.outputs[0]].map { graph.tensors[$0].type }
-            guard types.allSatisfy({ $0 == types[0] }), [.int8, .uint8].contains(types[0]) || (types[0] == .float32 && hasAVX512F),
+            guard types.allSatisfy({ $0 == types[0] }), [.int8, .uint8].contains(types[0]) || (types[0] == .float32 && CPU.hasAVX512F),
                   graph.tensors[x].shape == graph.tensors[s].shape, graph.tensors[x].shape == graph.tensors[mul.outputs[0]].shape
             else { continue }
             return logistic
@@ -105,8 +105,6 @@ enum SiLU {
         })
         return Array(UnsafeRawBufferPointer(start: product, count: 256))
     }
-
-    private static let hasAVX512F = spotter_has_avx512f() != 0
 
     /// A float32 SiLU in one pass (Sources/CKernels/silu_f32.c), then the MUL's fused clamp.
     final class FloatPass: Kernel {
