@@ -6,39 +6,20 @@ import TFLiteFormat
 @Suite struct ModelReaderTests {
     static let detect = try! Fixtures.bytes(Fixtures.detectModel)
 
-    @Test func sharedModelMatchesItsPublishedAnatomy() throws {
-        let model = try Model(bytes: Self.detect)
-        let graph = model.subgraph
-        #expect(model.version == 3)
-        #expect(model.description == "TOCO Converted.")
-        #expect(graph.tensors.count == 176)
-        #expect(graph.operators.count == 64)
-        #expect(graph.tensors.filter(\.isConstant).count == 108)
-        let counts = Dictionary(grouping: graph.operators, by: { $0.code.name }).mapValues(\.count)
-        #expect(counts == ["CONV_2D": 34, "DEPTHWISE_CONV_2D": 13, "RESHAPE": 13, "CONCATENATION": 2, "LOGISTIC": 1, "TFLite_Detection_PostProcess": 1])
-        let input = graph.tensors[graph.inputs[0]]
-        #expect(input.name == "normalized_input_image_tensor")
-        #expect(input.shape == [1, 300, 300, 3] && input.type == .uint8)
-        #expect(input.quantization == Quantization(scales: [0.0078125], zeroPoints: [128]))
-        #expect(graph.outputs == [167, 168, 169, 170])
-        let convs = graph.operators.filter { $0.code.builtin == .conv2D }
-        #expect(convs.filter { if case .conv2D(let o) = $0.options { o.activation == .relu6 } else { false } }.count == 8)
-        #expect(convs.filter { if case .conv2D(let o) = $0.options { o.strideWidth == 2 } else { false } }.count == 5)
-    }
-
-    @Test func postProcessCustomOptionsDecodeFromFlexBuffers() throws {
-        let model = try Model(bytes: Self.detect)
-        let op = try #require(model.subgraph.operators.first { $0.code.customName == "TFLite_Detection_PostProcess" })
-        guard case .map(let options) = try FlexBuffers.decode(try #require(op.customOptions)) else {
-            Issue.record("custom options are not a map")
-            return
+    /// Every model in ../shared (and the committed test models) as the `tflite` package, the
+    /// schema's generated Python reader, reads it (scripts/make_anatomy_fixtures.py): tensors,
+    /// operators, the option fields Spotter interprets, custom options decoded from FlexBuffers.
+    @Test func everyModelReadsAsTheSchemasOwnReaderReadsIt() throws {
+        let folder = Fixtures.generated.appendingPathComponent("anatomy")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }.sorted()
+        // The seed apps' SSD is among them: the fixtures were made from ../shared.
+        #expect(files.contains("shared__models__coco-ssd-mobilenet-v1__detect.tflite.json"))
+        for file in files {
+            let anatomy = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent(file))) as? [String: Any])
+            let base = anatomy["root"] as? String == "shared" ? Fixtures.shared : Fixtures.root
+            let model = try Model(contentsOf: base.appendingPathComponent(try #require(anatomy["path"] as? String)))
+            try Anatomy.compare(model, with: anatomy, file: file)
         }
-        #expect(options["max_detections"]?.intValue == 10)
-        #expect(options["num_classes"]?.intValue == 90)
-        #expect(options["_output_quantized"]?.boolValue == true)
-        #expect(options["y_scale"]?.doubleValue == 10 && options["h_scale"]?.doubleValue == 5)
-        #expect(Float(options["nms_iou_threshold"]?.doubleValue ?? 0) == 0.6)
-        #expect(options.count == 10)
     }
 
     @Test func metadataWrittenByTFLiteSupportIsRead() throws {
@@ -184,5 +165,116 @@ import TFLiteFormat
         let options = try #require(model.subgraph.operators.last?.customOptions)
         for length in 0..<options.count { _ = try? FlexBuffers.decode(Array(options.suffix(length))) }
         #expect(try FlexBuffers.decode(options) != .null)
+    }
+}
+
+/// Spotter's reading of a model against the `tflite` package's (a JSON object of
+/// scripts/make_anatomy_fixtures.py).
+enum Anatomy {
+    static func compare(_ model: Model, with anatomy: [String: Any], file: String) throws {
+        let graph = model.subgraph
+        #expect(model.version == anatomy["version"] as? Int, "\(file): version")
+        #expect(model.description == anatomy["description"] as? String, "\(file): description")
+        #expect(graph.inputs == anatomy["inputs"] as? [Int] && graph.outputs == anatomy["outputs"] as? [Int], "\(file): inputs and outputs")
+        let tensors = try #require(anatomy["tensors"] as? [[String: Any]])
+        try #require(graph.tensors.count == tensors.count, "\(file): \(graph.tensors.count) tensors, the schema's reader \(tensors.count)")
+        for (tensor, expected) in zip(graph.tensors, tensors) {
+            let what = "\(file): tensor \(tensor.index) \"\(tensor.name)\""
+            #expect(tensor.name == expected["name"] as? String, "\(what): name")
+            #expect(tensor.shape == expected["shape"] as? [Int], "\(what): shape")
+            #expect(tensor.type.rawValue == expected["type"] as? Int, "\(what): type")
+            #expect(tensor.isConstant == expected["constant"] as? Bool, "\(what): constant")
+            let scales = (expected["scales"] as? [Double] ?? []).map(Float.init)
+            let zeroPoints = (expected["zero_points"] as? [Int] ?? []).map(Int64.init)
+            #expect((tensor.quantization?.scales ?? []) == scales, "\(what): scales")
+            #expect((tensor.quantization?.zeroPoints ?? []) == zeroPoints, "\(what): zero points")
+            if !scales.isEmpty {
+                #expect(tensor.quantization?.quantizedDimension == expected["quantized_dimension"] as? Int, "\(what): quantized dimension")
+            }
+        }
+        let operators = try #require(anatomy["operators"] as? [[String: Any]])
+        try #require(graph.operators.count == operators.count, "\(file): \(graph.operators.count) operators, the schema's reader \(operators.count)")
+        for (op, expected) in zip(graph.operators, operators) {
+            let what = "\(file): operator \(op.index) \(op.code.name)"
+            #expect(Int(op.code.builtin.rawValue) == expected["builtin"] as? Int, "\(what): code")
+            #expect(op.code.customName == expected["custom"] as? String, "\(what): custom code")
+            #expect(op.inputs == expected["inputs"] as? [Int] && op.outputs == expected["outputs"] as? [Int], "\(what): tensors")
+            let type = expected["options_type"] as? Int ?? -1
+            if case .other(let code) = op.options { #expect(code == type, "\(what): options type") }
+            if case .none = op.options { #expect(type == 0 || expected["options"] is NSNull, "\(what): options type") }
+            if let fields = expected["options"] as? [String: Any] {
+                for (name, value) in optionFields(op.options) {
+                    #expect(same(value, fields[name]), "\(what): \(name) is \(value), the schema's reader \(String(describing: fields[name]))")
+                }
+            }
+            if let custom = op.customOptions, !custom.isEmpty, let decoded = expected["custom_options"], !(decoded is NSNull) {
+                let value = try FlexBuffers.decode(custom)
+                #expect(same(value, decoded), "\(what): custom options \(value), the schema's reader \(decoded)")
+            }
+        }
+    }
+
+    /// The option fields Spotter interprets, named as the `tflite` package's accessors: numbers
+    /// (flags as 0 and 1) or lists of integers.
+    static func optionFields(_ options: BuiltinOptions) -> [String: Any] {
+        func conv(_ o: Conv2DOptions) -> [String: Any] {
+            ["Padding": o.padding.rawValue, "StrideW": o.strideWidth, "StrideH": o.strideHeight,
+             "FusedActivationFunction": o.activation.rawValue, "DilationWFactor": o.dilationWidth, "DilationHFactor": o.dilationHeight]
+        }
+        func resize(_ o: ResizeOptions) -> [String: Any] { ["AlignCorners": o.alignCorners, "HalfPixelCenters": o.halfPixelCenters] }
+        switch options {
+        case .none, .other: return [:]
+        case .conv2D(let o): return conv(o)
+        case .depthwiseConv2D(let o): return conv(o).merging(["DepthMultiplier": o.depthMultiplier]) { $1 }
+        case .pool2D(let o):
+            return ["Padding": o.padding.rawValue, "StrideW": o.strideWidth, "StrideH": o.strideHeight, "FilterWidth": o.filterWidth,
+                    "FilterHeight": o.filterHeight, "FusedActivationFunction": o.activation.rawValue]
+        case .fullyConnected(let a, let keep, let format):
+            return ["FusedActivationFunction": a.rawValue, "KeepNumDims": keep, "WeightsFormat": format]
+        case .softmax(let beta): return ["Beta": Double(beta)]
+        case .concatenation(let axis, let a): return ["Axis": axis, "FusedActivationFunction": a.rawValue]
+        case .add(let a), .mul(let a), .sub(let a): return ["FusedActivationFunction": a.rawValue]
+        case .reshape(let shape): return shape.map { ["NewShape": $0] } ?? [:]
+        case .resizeBilinear(let o), .resizeNearestNeighbor(let o): return resize(o)
+        case .squeeze(let dimensions): return ["SqueezeDims": dimensions]
+        case .stridedSlice(let o):
+            return ["BeginMask": o.beginMask, "EndMask": o.endMask, "EllipsisMask": o.ellipsisMask, "NewAxisMask": o.newAxisMask,
+                    "ShrinkAxisMask": o.shrinkAxisMask, "Offset": o.offset]
+        case .pack(let axis), .unpack(let axis): return ["Axis": axis]
+        case .gather(let axis, let batchDims): return ["Axis": axis, "BatchDims": batchDims]
+        case .reducer(let keep): return ["KeepDims": keep]
+        case .depthToSpace(let size): return ["BlockSize": size]
+        case .batchMatMul(let x, let y): return ["AdjX": x, "AdjY": y]
+        }
+    }
+
+    /// Whether a value of Spotter's equals one read from JSON (numbers exactly, flags as 0 and 1).
+    static func same(_ value: Any, _ json: Any?) -> Bool {
+        switch value {
+        case let flag as Bool: return (json as? NSNumber)?.doubleValue == (flag ? 1 : 0)
+        case let number as Int: return (json as? NSNumber)?.doubleValue == Double(number)
+        case let number as Double: return (json as? NSNumber)?.doubleValue == number
+        case let list as [Int]: return (json as? [Int]) == list
+        case let flex as FlexValue: return same(flex, json)
+        default: return false
+        }
+    }
+
+    static func same(_ flex: FlexValue, _ json: Any?) -> Bool {
+        switch flex {
+        case .null: return json is NSNull
+        case .int(let v): return (json as? NSNumber)?.doubleValue == Double(v)
+        case .uint(let v): return (json as? NSNumber)?.doubleValue == Double(v)
+        case .float(let v): return (json as? NSNumber)?.doubleValue == v
+        case .bool(let v): return (json as? NSNumber)?.doubleValue == (v ? 1 : 0)
+        case .string(let v), .key(let v): return json as? String == v
+        case .blob(let v): return (json as? [Int]) == v.map(Int.init)
+        case .vector(let items):
+            guard let list = json as? [Any], list.count == items.count else { return false }
+            return zip(items, list).allSatisfy { same($0, $1) }
+        case .map(let entries):
+            guard let dictionary = json as? [String: Any], dictionary.count == entries.count else { return false }
+            return entries.allSatisfy { same($0.value, dictionary[$0.key]) }
+        }
     }
 }
