@@ -75,6 +75,27 @@ import TFLiteFormat
         #expect(try preserved.tensor(at: squeeze).shape == [1, 1917, 4])
     }
 
+    /// Asked for, kept: with every tensor preserved, every tensor of every shared model reads back
+    /// after a run on both backends (fused kernels that skip writing an intermediate, or fold a PAD
+    /// into their reads, stand down for a tensor someone reads).
+    @Test func everyTensorOfEverySharedModelReadsBackWhenAllArePreserved() throws {
+        let shared = Fixtures.shared.appendingPathComponent("models")
+        let paths = try FileManager.default.subpathsOfDirectory(atPath: shared.path).filter { $0.hasSuffix(".tflite") }.sorted()
+        #expect(!paths.isEmpty)
+        for path in paths {
+            let model = try Model(contentsOf: shared.appendingPathComponent(path))
+            for backend in Interpreter.Options.Backend.allCases {
+                let interpreter = try Interpreter(model: model, options: .init(backend: backend, preservedTensors: .all))
+                try interpreter.invoke()
+                for index in model.subgraph.tensors.indices {
+                    let tensor = try interpreter.tensor(at: index)
+                    #expect(tensor.data.count == interpreter.shape(ofTensor: index).reduce(1, *) * (tensor.type.byteSize ?? 0),
+                            "\(path) \(backend): tensor \(index) \(tensor.name)")
+                }
+            }
+        }
+    }
+
     @Test func postProcessOutputsGetShapesFromOptions() throws {
         let interpreter = try Interpreter(model: try Model(contentsOf: Fixtures.detectModel))
         #expect(try (0..<4).map { try interpreter.output(at: $0).shape } == [[1, 10, 4], [1, 10], [1, 10], [1]])
