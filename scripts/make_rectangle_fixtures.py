@@ -98,6 +98,20 @@ def main():
     image = (image * (1 - alpha) + warped * alpha).astype(np.uint8)
     cv2.imwrite(os.path.join(OUT, "page-warped.png"), image)
     truth["page-warped"] = [corners.tolist()]
+    # A screen: a dark bezel round bright content, on grey, except at its bottom, where stripes of
+    # white and of the bezel's own colour (16 and 8 pixels) meet it: the bezel's outer edge there
+    # is only where a white stripe touches it, while its inner edge is strong all round.
+    outer = rectangle(320, 220, 300, 200, 6)
+    image = canvas()
+    image[:] = (150, 150, 150)
+    for x in range(0, 640, 24):
+        image[280:, x:x + 16] = (245, 245, 245)
+        image[280:, x + 16:x + 24] = (25, 25, 25)
+    fill(image, outer, (25, 25, 25))
+    fill(image, rectangle(320, 220, 300 - 2 * 14, 200 - 2 * 14, 6), (230, 200, 120))
+    cv2.imwrite(os.path.join(OUT, "screen-striped.png"), image)
+    truth["screen-striped"] = [np.array(outer).round(4).tolist()]
+
     with open(os.path.join(OUT, "truth.json"), "w") as f:
         json.dump(truth, f, indent=1)
     print(f"make_rectangle_fixtures: {len(truth)} pictures in {OUT}")

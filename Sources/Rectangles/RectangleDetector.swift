@@ -38,7 +38,8 @@ public struct RectangleObservation: Sendable, Equatable {
 /// four lines meeting at corners, each scored by the fraction of its outline that has a matching
 /// edge and ranked by that, its contrast, its size and how little edges run on past its corners
 /// (weights fitted on a rendered set), each side moved out onto a well-supported parallel edge just
-/// outside it (a sign's border, a screen's bezel), then every side re-fitted at full resolution to
+/// outside it (a sign's border, a screen's bezel), or to where a rim's colour ends when that edge is
+/// broken, then every side re-fitted at full resolution to
 /// sub-pixel edge positions and the corners taken as the refined sides' intersections.
 ///
 /// ```swift

@@ -56,6 +56,16 @@ enum Drawn {
         #expect(Drawn.error(first.corners, truth) < 1, "\(first.corners) vs \(truth)")
     }
 
+    /// A screen's bezel whose outer edge shows along only part of one side (stripes of the bezel's
+    /// colour meet it there) is still part of the screen: the side goes out to where the bezel's
+    /// colour ends, not onto the bezel's strong inner edge 14 pixels inside.
+    @Test func aBezelWhoseOuterEdgeIsBrokenOnOneSideIsStillTheOutline() throws {
+        let found = try Self.detect("screen-striped", .init())
+        let first = try #require(found.first)
+        let truth = try Drawn.corners("screen-striped")[0]
+        #expect(Drawn.error(first.corners, truth) < 1, "\(first.corners) vs \(truth)")
+    }
+
     /// Bigger pictures are averaged down by larger factors (2 to 10 here), in pixel formats of one,
     /// three and four bytes: the corners found stay on the drawn ones.
     @Test(arguments: [(1, PixelFormat.rgb24), (2, .rgb24), (3, .bgra), (5, .gray8), (3, .gray8)])
