@@ -304,11 +304,14 @@ struct QuadFinder {
     /// the colour (within ``rimColourMatch``) of the bands just inside at least two of the other
     /// sides (a rim goes round) and not the colour just inside it (the side is a boundary); the rim
     /// ends at the first depth within `reach` where the colour outside changes, and edges there
-    /// support a side (``sideSupport``). Nil otherwise. On the rendered sets (`spotter rectangles`,
-    /// both looks, corners within 2.5%): held-out family seeds 1 / 2 / 3 0.735 / 0.698 / 0.671 ->
-    /// 0.744 / 0.710 / 0.683, tuned family seeds 12 / 7 / 99 0.933 / 0.912 / 0.921 -> 0.935 / 0.910
-    /// / 0.927, false rectangles unchanged (one other side: 0.742 / 0.719 / 0.692 and 0.933 / 0.910 /
-    /// 0.929; all three: 0.738 / 0.706 / 0.677 and 0.935 / 0.912 / 0.925; two was the design's).
+    /// support a side (``sideSupport``). Nil otherwise. `sides` are the sides as ``widened(_:)`` has
+    /// moved them so far (a side its edge test moved holds the rim inside it too). On the rendered
+    /// sets (`spotter rectangles`, both looks, corners within 2.5%): held-out family seeds 1 / 2 / 3
+    /// 0.735 / 0.698 / 0.671 -> 0.746 / 0.715 / 0.690, tuned family seeds 12 / 7 / 99 0.933 / 0.912
+    /// / 0.921 -> 0.935 / 0.910 / 0.927, false rectangles unchanged. A first version compared with
+    /// the sides as found (0.744 / 0.710 / 0.683); in it, asking one other side instead of two gave
+    /// 0.742 / 0.719 / 0.692 and 0.933 / 0.910 / 0.929, all three 0.738 / 0.706 / 0.677 and 0.935 /
+    /// 0.912 / 0.925: two, the design's choice, was kept (the tuned family ties all three).
     func colourRim(of k: Int, among sides: [Line], outwards: [Point], reach: Int) -> Int? {
         func matches(_ a: [Double]?, _ b: [Double]?) -> Bool {
             guard let a, let b else { return false }
