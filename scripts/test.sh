@@ -11,7 +11,7 @@ for script in make_litert_fixtures make_anatomy_fixtures make_jpeg_fixtures make
   stamp=fixtures-generated/.stamp-$script
   sources="scripts/$script.py"
   [ "$script" = make_recording_fixtures ] && sources="$sources ../shared/reference/pipeline_py.py"
-  [ "$script" = make_anatomy_fixtures ] && sources="$sources ../shared/models/*/*.tflite Tests/Fixtures/models/*/*.tflite"
+  [ "$script" = make_anatomy_fixtures ] && sources="$sources $(find ../shared/models Tests/Fixtures/models -name '*.tflite' | sort)"
   [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py Tests/Fixtures/models/attention-yolo/*.tflite"
   # shellcheck disable=SC2086
   if ! cat $sources | cmp -s - "$stamp" 2>/dev/null; then

@@ -206,8 +206,7 @@ struct QuadFinder {
             if level >= Self.farRimShare * depth - 1 { return true }
             guard depth >= 3, let rim = bandColour(sides[deep], from: 1, to: depth - 1, outward: outwards[deep]) else { return false }
             return [(level - depth + 1, level - 1), (level + 1, level + depth - 1)].contains { band in
-                guard let other = bandColour(sides[shallow], from: band.0, to: band.1, outward: outwards[shallow]) else { return false }
-                return zip(rim, other).allSatisfy { abs($0 - $1) <= Self.rimColourMatch }
+                Self.sameColour(rim, bandColour(sides[shallow], from: band.0, to: band.1, outward: outwards[shallow]))
             }
         }
     }
@@ -217,6 +216,13 @@ struct QuadFinder {
     /// found 0.733-0.742 and 0.690-0.698 on them, boxes 0.54-0.69; at 60 boxes fell back.
     static let farRimShare = 0.25
     static let rimColourMatch = 40.0
+
+    /// Whether two band colours (``bandColour(_:from:to:outward:)``) agree within
+    /// ``rimColourMatch`` in every plane; a band off the picture agrees with nothing.
+    static func sameColour(_ a: [Double]?, _ b: [Double]?) -> Bool {
+        guard let a, let b else { return false }
+        return zip(a, b).allSatisfy { abs($0 - $1) <= rimColourMatch }
+    }
 
     /// The mean colour (one value per plane) of the band beside the middle 80% of `line` from
     /// `from` to `to` working pixels along `outward` (negative: inside), or nil when it is off the picture.
@@ -313,15 +319,11 @@ struct QuadFinder {
     /// 0.742 / 0.719 / 0.692 and 0.933 / 0.910 / 0.929, all three 0.738 / 0.706 / 0.677 and 0.935 /
     /// 0.912 / 0.925: two, the design's choice, was kept (the tuned family ties all three).
     func colourRim(of k: Int, among sides: [Line], outwards: [Point], reach: Int) -> Int? {
-        func matches(_ a: [Double]?, _ b: [Double]?) -> Bool {
-            guard let a, let b else { return false }
-            return zip(a, b).allSatisfy { abs($0 - $1) <= Self.rimColourMatch }
-        }
         func band(_ side: Int, _ from: Double, _ to: Double) -> [Double]? { bandColour(sides[side], from: from, to: to, outward: outwards[side]) }
         let outside = band(k, 1, 2)
-        guard !matches(outside, band(k, -2, -1)),
-              (0..<4).filter({ $0 != k && matches(outside, band($0, -2, -1)) }).count >= 2,
-              let depth = (3...max(3, reach)).first(where: { !matches(outside, band(k, Double($0) + 1, Double($0) + 2)) }), depth < reach,
+        guard !Self.sameColour(outside, band(k, -2, -1)),
+              (0..<4).filter({ $0 != k && Self.sameColour(outside, band($0, -2, -1)) }).count >= 2,
+              let depth = (3...max(3, reach)).first(where: { !Self.sameColour(outside, band(k, Double($0) + 1, Double($0) + 2)) }), depth < reach,
               [depth, depth + 1].contains(where: { rimSupported(sides[k], offset: Double($0), outward: outwards[k], least: Self.sideSupport) })
         else { return nil }
         return depth

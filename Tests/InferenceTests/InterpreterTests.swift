@@ -17,9 +17,7 @@ import TFLiteFormat
     /// What it calls not runnable for an operator's sake says so on that operator's line (never
     /// "supported" for every operator and then "runnable: no").
     @Test func everyModelInspectCallsRunnableRunsOnBothBackends() throws {
-        let shared = Fixtures.shared.appendingPathComponent("models")
-        var paths = try FileManager.default.subpathsOfDirectory(atPath: shared.path).filter { $0.hasSuffix(".tflite") }
-            .map { shared.appendingPathComponent($0) }
+        var paths = try Fixtures.sharedModels()
         paths += Fixtures.folders(Fixtures.committed.appendingPathComponent("ops")).map {
             Fixtures.committed.appendingPathComponent("ops/\($0)/model.tflite")
         }
@@ -79,18 +77,17 @@ import TFLiteFormat
     /// after a run on both backends (fused kernels that skip writing an intermediate, or fold a PAD
     /// into their reads, stand down for a tensor someone reads).
     @Test func everyTensorOfEverySharedModelReadsBackWhenAllArePreserved() throws {
-        let shared = Fixtures.shared.appendingPathComponent("models")
-        let paths = try FileManager.default.subpathsOfDirectory(atPath: shared.path).filter { $0.hasSuffix(".tflite") }.sorted()
+        let paths = try Fixtures.sharedModels()
         #expect(!paths.isEmpty)
         for path in paths {
-            let model = try Model(contentsOf: shared.appendingPathComponent(path))
+            let model = try Model(contentsOf: path)
             for backend in Interpreter.Options.Backend.allCases {
                 let interpreter = try Interpreter(model: model, options: .init(backend: backend, preservedTensors: .all))
                 try interpreter.invoke()
                 for index in model.subgraph.tensors.indices {
                     let tensor = try interpreter.tensor(at: index)
                     #expect(tensor.data.count == interpreter.shape(ofTensor: index).reduce(1, *) * (tensor.type.byteSize ?? 0),
-                            "\(path) \(backend): tensor \(index) \(tensor.name)")
+                            "\(path.lastPathComponent) \(backend): tensor \(index) \(tensor.name)")
                 }
             }
         }

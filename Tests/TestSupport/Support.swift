@@ -26,6 +26,13 @@ public enum Fixtures {
         return nil
     }
 
+    /// Every model file under ../shared/models, sorted by path.
+    public static func sharedModels() throws -> [URL] {
+        let folder = shared.appendingPathComponent("models")
+        return try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tflite") }.sorted()
+            .map { folder.appendingPathComponent($0) }
+    }
+
     /// Subdirectory names of `url`, sorted.
     public static func folders(_ url: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
