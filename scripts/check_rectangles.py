@@ -31,6 +31,16 @@ import numpy as np
 OPTIONS = {"minimum_aspect": 0.3, "maximum_aspect": 1.0, "tolerance": 40.0, "minimum_size": 0.2, "maximum": 1}
 
 
+def reportable(corners, path):
+    """Whether a marked rectangle passes OPTIONS' size, aspect and angle bounds (measured as both
+    detectors measure them: mean lengths of opposite sides), so that a detector can report it."""
+    import cv2
+    import peer_rectangles
+    height, width = cv2.imread(path, cv2.IMREAD_UNCHANGED).shape[:2]
+    size, ratio, worst = peer_rectangles.measures(np.array(corners, np.float64))
+    return size >= OPTIONS["minimum_size"] * min(width, height) and ratio >= OPTIONS["minimum_aspect"] and worst <= OPTIONS["tolerance"]
+
+
 def score(truth, results, any_order, within):
     """A picture's truth is `corners` (one rectangle, rendered sets) or `rectangles` (any of
     several, real photos); `offset` is added to them (0.5 where they are OpenCV pixel centres)."""
@@ -117,6 +127,10 @@ def main():
         missing = [p["image"] for p in truth if not os.path.exists(os.path.join(args.folder, p["image"]))]
         if missing:
             sys.exit(f"check_rectangles: {len(missing)} marked pictures are not in {args.folder}: {', '.join(missing[:5])}")
+        unreachable = [p["image"] for p in truth for r in p["rectangles"] if not reportable(r, os.path.join(args.folder, p["image"]))]
+        if unreachable:
+            sys.exit(f"check_rectangles: rectangles marked on {', '.join(unreachable)} are smaller, narrower or more skewed than "
+                     f"the options let a detector report: {OPTIONS}")
     else:
         truth = json.load(open(os.path.join(args.folder, "truth.json")))["pictures"]
     if args.limit:
