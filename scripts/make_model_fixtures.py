@@ -43,7 +43,7 @@ MODELS = {"yolov5n": os.path.join(SHARED, "models", "yolov5n", "yolov5n-int8.tfl
           "attention-yolo-hybrid": os.path.join(ROOT, "Tests", "Fixtures", "models", "attention-yolo", "attention-yolo-hybrid.tflite")}
 PICTURES = ["coffee", "astronaut"]
 ALL_PICTURES = ["astronaut", "coffee", "chelsea", "camera", "page"]
-FACES = ["grace_hopper.png", "obama.jpg"]
+FACES = sorted(os.listdir(os.path.join(SHARED, "images", "faces")))
 
 
 def both_paths(model, value):
@@ -106,8 +106,7 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     from peer_blazeface import letterbox
     faces = os.path.join(SHARED, "models", "blazeface-short-range", "face_detection_short_range.tflite")
-    photos = sorted(os.listdir(os.path.join(SHARED, "images", "faces")))
-    for face in photos:
+    for face in FACES:
         folder = os.path.join(args.outdir, "blazeface", os.path.splitext(face)[0])
         os.makedirs(folder, exist_ok=True)
         rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", "faces", face)), cv2.COLOR_BGR2RGB)
@@ -116,7 +115,7 @@ def main():
         for kind, outputs in both_paths(faces, value).items():
             np.save(os.path.join(folder, kind + ".npy"), outputs[16])
             np.save(os.path.join(folder, kind + "-scores.npy"), outputs[1])
-    pictures = [os.path.join(SHARED, "images", "faces", face) for face in photos] + [os.path.join(SHARED, "images", "astronaut.png")]
+    pictures = [os.path.join(SHARED, "images", "faces", face) for face in FACES] + [os.path.join(SHARED, "images", "astronaut.png")]
     for kind, lines in peer_lines("peer_blazeface.py", faces, *pictures).items():
         with open(os.path.join(args.outdir, "blazeface", f"peer-{kind}.jsonl"), "w") as f:
             f.write(lines)

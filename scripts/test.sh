@@ -12,7 +12,7 @@ for script in make_litert_fixtures make_anatomy_fixtures make_jpeg_fixtures make
   sources="scripts/$script.py"
   [ "$script" = make_recording_fixtures ] && sources="$sources ../shared/reference/pipeline_py.py"
   [ "$script" = make_anatomy_fixtures ] && sources="$sources $(find ../shared/models Tests/Fixtures/models -name '*.tflite' | sort)"
-  [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py Tests/Fixtures/models/attention-yolo/*.tflite"
+  [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py Tests/Fixtures/models/attention-yolo/*.tflite $(find ../shared/images -type f | sort)"
   # shellcheck disable=SC2086
   if ! cat $sources | cmp -s - "$stamp" 2>/dev/null; then
     "$venv/bin/python" "scripts/$script.py" 2>&1 | grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" || true

@@ -68,7 +68,7 @@ import TFLiteFormat
 /// one ulp in one layer moves a value across a quantization step in the next, so whole embeddings
 /// differ by such steps, as LiteRT's own two paths (reference and XNNPACK) differ from each other.
 @Suite struct EmbeddingModelTests {
-    static let faces = ["grace_hopper", "obama"]
+    static let faces = Fixtures.facePhotos()
 
     /// The angle between two vectors, in radians.
     static func angle(_ a: [Float], _ b: [Float]) -> Double {
@@ -105,7 +105,7 @@ import TFLiteFormat
 /// BlazeFace short range (float32, float16 weights folded at load) against LiteRT's raw outputs
 /// on the face photos: box and keypoint regressors and score logits.
 @Suite struct FaceDetectorModelTests {
-    static let faces = ["biden", "grace_hopper", "obama", "two_people"]
+    static let faces = Fixtures.facePhotos()
 
     /// Largest difference between `a` and `b`, relative to the largest magnitude in `b`.
     static func relativeDifference(_ a: [Float], _ b: [Float]) -> Float {
@@ -146,8 +146,9 @@ import TFLiteFormat
     @Test func modelsTakingTurnsOnSharedWorkersMatchOneThreadExactly() throws {
         let detector = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/blazeface-short-range/face_detection_short_range.tflite"))
         let embedder = try Model(contentsOf: Fixtures.shared.appendingPathComponent("models/mobilefacenet/mobile_face_net.tflite"))
-        let detectorInput = try Fixtures.npy(Fixtures.generated.appendingPathComponent("models/blazeface/obama/input.npy")).data
-        let embedderInput = try Fixtures.npy(Fixtures.generated.appendingPathComponent("models/mobilefacenet/obama/input.npy")).data
+        let face = try #require(Fixtures.facePhotos().first, "no face photo")
+        let detectorInput = try Fixtures.npy(Fixtures.generated.appendingPathComponent("models/blazeface/\(face)/input.npy")).data
+        let embedderInput = try Fixtures.npy(Fixtures.generated.appendingPathComponent("models/mobilefacenet/\(face)/input.npy")).data
         func outputs(_ interpreter: Interpreter, _ input: [UInt8]) throws -> [Float] {
             try interpreter.copy(input, toInputAt: 0)
             try interpreter.invoke()

@@ -33,7 +33,13 @@ public enum Fixtures {
             .map { folder.appendingPathComponent($0) }
     }
 
-    /// Subdirectory names of `url`, sorted.
+    /// The face photos in ../shared/images/faces, by name without extension, sorted (the fixture
+    /// scripts make LiteRT's outputs for each).
+    public static func facePhotos() -> [String] {
+        folders(shared.appendingPathComponent("images/faces")).map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent }
+    }
+
+    /// Entry names of `url` (subdirectories and files), sorted.
     public static func folders(_ url: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
     }
