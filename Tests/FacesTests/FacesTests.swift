@@ -26,8 +26,10 @@ import TestSupport
     struct PeerPhoto {
         var path: String
         var faces: [PeerFace]
-        /// A face photo (not the astronaut, a picture from the other shared images) with one face.
-        var isPortrait: Bool { faces.count == 1 && path.contains("/images/faces/") }
+        /// One of ../shared/images/faces (not the astronaut, a picture from the other shared images).
+        var isFacePhoto: Bool { path.contains("/images/faces/") }
+        /// A face photo with one face.
+        var isPortrait: Bool { isFacePhoto && faces.count == 1 }
     }
 
     /// The peer's pictures by name (the file's name without extension).
@@ -161,7 +163,7 @@ import TestSupport
 
     /// The face photo with the most faces (two or more), for the tests that name several people.
     static func groupPhoto(_ peer: [String: PeerPhoto]) throws -> (name: String, photo: PeerPhoto) {
-        let groups = peer.filter { $0.value.path.contains("/images/faces/") && $0.value.faces.count >= 2 }
+        let groups = peer.filter { $0.value.isFacePhoto && $0.value.faces.count >= 2 }
         let group = try #require(groups.max { $0.value.faces.count < $1.value.faces.count }, "no face photo with two faces or more")
         return (group.key, group.value)
     }
