@@ -36,7 +36,10 @@ def reportable(corners, path):
     detectors measure them: mean lengths of opposite sides), so that a detector can report it."""
     import cv2
     import peer_rectangles
-    height, width = cv2.imread(path, cv2.IMREAD_UNCHANGED).shape[:2]
+    image = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    if image is None:
+        sys.exit(f"check_rectangles: OpenCV cannot read the marked picture {path}")
+    height, width = image.shape[:2]
     size, ratio, worst = peer_rectangles.measures(np.array(corners, np.float64))
     return size >= OPTIONS["minimum_size"] * min(width, height) and ratio >= OPTIONS["minimum_aspect"] and worst <= OPTIONS["tolerance"]
 
