@@ -45,7 +45,27 @@ enum ServerFixtures {
         try #require(try JSONSerialization.jsonObject(with: Data(buffer: buffer)) as? [String: Any], "not a JSON object: \(String(buffer: buffer))")
     }
 
-    static let coffeePNG = try! Fixtures.bytes(Fixtures.shared.appendingPathComponent("images/coffee.png"))
+    /// A shared picture to upload: the one whose top detection LiteRT is surest of, with its size,
+    /// LiteRT's detections on it and that top detection's label.
+    struct Picture {
+        let name: String
+        let png: [UInt8]
+        let size: Size
+        let top: LiteRT.Detection
+        let label: String
+    }
+
+    static let picture: Picture = {
+        let labels = try! Labels.read(path: Fixtures.shared.appendingPathComponent("models/coco-ssd-mobilenet-v1/labelmap.txt").path)
+        let tops = LiteRT.pictures.compactMap { name -> Picture? in
+            guard let size = try? ImageFile.decode(LiteRT.picturePath(name)).upright.size,
+                  let top = try? LiteRT.detections(name, size: size).first, top.score >= LiteRT.clearScore else { return nil }
+            return Picture(name: name, png: try! Fixtures.bytes(URL(fileURLWithPath: LiteRT.picturePath(name))), size: size, top: top,
+                           label: labels.name(top.classIndex))
+        }
+        return tops.max { $0.top.score < $1.top.score }!
+    }()
+    static var picturePNG: [UInt8] { picture.png }
 }
 
 @Suite struct RouterTests {
@@ -183,32 +203,34 @@ enum ServerFixtures {
     }
 
     @Test func detectEndpointAnswersAsTheCommandLineDoes() async throws {
-        let cli = try Fixtures.runSpotter(["detect", Fixtures.shared.appendingPathComponent("images/coffee.png").path, "--json",
+        let picture = ServerFixtures.picture
+        let cli = try Fixtures.runSpotter(["detect", LiteRT.picturePath(picture.name), "--json",
                                            "--model", Fixtures.detectModel.path, "--threads", "1"])
         let expected = try #require(try JSONSerialization.jsonObject(with: Data(cli.output.utf8)) as? [String: Any])
         let want = try #require(expected["detections"] as? [[String: Any]])
         let wantLabels = want.map { $0["label"] as? String ?? "" }, wantScores = want.map { $0["score"] as? Double ?? -1 }
         try await ServerFixtures.application().test(.router) { client in
             try await client.execute(uri: "/api/v1/detect", method: .post, headers: [.contentType: "image/png"],
-                                     body: ByteBuffer(bytes: ServerFixtures.coffeePNG)) { response in
+                                     body: ByteBuffer(bytes: ServerFixtures.picturePNG)) { response in
                 #expect(response.status == .ok)
                 let body = try ServerFixtures.json(response.body)
-                #expect(body["width"] as? Int == 600 && body["height"] as? Int == 400)
+                #expect(body["width"] as? Int == picture.size.width && body["height"] as? Int == picture.size.height)
                 let got = try #require(body["detections"] as? [[String: Any]])
                 #expect(got.map { $0["label"] as? String ?? "" } == wantLabels)
                 #expect(zip(got.map { $0["score"] as? Double ?? 0 }, wantScores).allSatisfy { abs($0 - $1) < 1e-6 })
             }
-            try await client.execute(uri: "/api/v1/detect?classes=cup", method: .post, body: ByteBuffer(bytes: ServerFixtures.coffeePNG)) { response in
+            let only = picture.label.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            try await client.execute(uri: "/api/v1/detect?classes=\(only)", method: .post, body: ByteBuffer(bytes: picture.png)) { response in
                 let got = try #require(try ServerFixtures.json(response.body)["detections"] as? [[String: Any]])
-                #expect(got.map { $0["label"] as? String } == ["cup"])
+                #expect(got.map { $0["label"] as? String } == wantLabels.filter { $0 == picture.label })
             }
         }
     }
 
     @Test func deepStackEndpointTakesAMultipartImage() async throws {
         let boundary = "spotterBoundary42"
-        var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"image\"; filename=\"coffee.png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
-        body += ServerFixtures.coffeePNG
+        var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"image\"; filename=\"\(ServerFixtures.picture.name).png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+        body += ServerFixtures.picturePNG
         body += Array("\r\n--\(boundary)--\r\n".utf8)
         let upload = body
         try await ServerFixtures.application().test(.router) { client in
@@ -218,11 +240,14 @@ enum ServerFixtures {
                 let answer = try ServerFixtures.json(response.body)
                 #expect(answer["success"] as? Bool == true)
                 let predictions = try #require(answer["predictions"] as? [[String: Any]])
-                let cup = try #require(predictions.first { $0["label"] as? String == "cup" })
-                // ../shared/README.md: cup 0.777 at x 167-424, y 17-314.
-                #expect(abs((cup["confidence"] as? Double ?? 0) - 0.777) < 0.03)
-                #expect(abs((cup["x_min"] as? Int ?? 0) - 167) <= 3 && abs((cup["x_max"] as? Int ?? 0) - 424) <= 3)
-                #expect(abs((cup["y_min"] as? Int ?? 0) - 17) <= 3 && abs((cup["y_max"] as? Int ?? 0) - 314) <= 3)
+                // LiteRT's top detection on the picture, in whole pixels.
+                let top = ServerFixtures.picture.top
+                let found = try #require(predictions.first { $0["label"] as? String == ServerFixtures.picture.label }, "\(predictions)")
+                #expect(abs((found["confidence"] as? Double ?? 0) - Double(top.score)) < 0.03)
+                #expect(abs(Double(found["x_min"] as? Int ?? 0) - top.box.minX) <= 3 && abs(Double(found["x_max"] as? Int ?? 0) - top.box.maxX) <= 3,
+                        "\(found), LiteRT \(top)")
+                #expect(abs(Double(found["y_min"] as? Int ?? 0) - top.box.minY) <= 3 && abs(Double(found["y_max"] as? Int ?? 0) - top.box.maxY) <= 3,
+                        "\(found), LiteRT \(top)")
             }
         }
     }
@@ -233,15 +258,15 @@ enum ServerFixtures {
                 #expect($0.status == .unsupportedMediaType)
             }
             try await client.execute(uri: "/api/v1/detect", method: .post) { #expect($0.status == .badRequest) }
-            try await client.execute(uri: "/api/v1/detect?threshold=2", method: .post, body: ByteBuffer(bytes: ServerFixtures.coffeePNG)) {
+            try await client.execute(uri: "/api/v1/detect?threshold=2", method: .post, body: ByteBuffer(bytes: ServerFixtures.picturePNG)) {
                 #expect($0.status == .badRequest)
             }
             // A PNG signature with nothing after it.
-            try await client.execute(uri: "/api/v1/detect", method: .post, body: ByteBuffer(bytes: ServerFixtures.coffeePNG.prefix(40))) {
+            try await client.execute(uri: "/api/v1/detect", method: .post, body: ByteBuffer(bytes: ServerFixtures.picturePNG.prefix(40))) {
                 #expect($0.status == .unprocessableContent)
             }
             // Larger than the configured 2 MiB.
-            let large = ServerFixtures.coffeePNG + [UInt8](repeating: 0, count: 3 << 20)
+            let large = ServerFixtures.picturePNG + [UInt8](repeating: 0, count: 3 << 20)
             try await client.execute(uri: "/api/v1/detect", method: .post, body: ByteBuffer(bytes: large)) {
                 #expect($0.status == .contentTooLarge)
             }
@@ -306,7 +331,7 @@ enum ServerFixtures {
                     let statuses = Set(responses.keys)
                     let httpMethod: HTTPRequest.Method = method == "post" ? .post : method == "delete" ? .delete : method == "head" ? .head
                         : method == "patch" ? .patch : .get
-                    let body = httpMethod == .post || httpMethod == .patch ? ByteBuffer(bytes: ServerFixtures.coffeePNG) : nil
+                    let body = httpMethod == .post || httpMethod == .patch ? ByteBuffer(bytes: ServerFixtures.picturePNG) : nil
                     try await client.execute(uri: uri, method: httpMethod, body: body) { response in
                         #expect(statuses.contains(String(response.status.code)), "\(method) \(uri): \(response.status.code) not in \(statuses)")
                     }

@@ -1,4 +1,5 @@
 import Foundation
+import Imaging
 import Inference
 import Testing
 
@@ -43,6 +44,45 @@ public enum Fixtures {
     public static func folders(_ url: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
     }
+}
+
+/// LiteRT's detections on the shared pictures: the outputs of its default XNNPACK path that
+/// scripts/make_litert_fixtures.py saves for each picture it runs on (`images/NAME.png`). Tests that
+/// need a picture with something on it take the picture and what is on it from here, not from
+/// what ../shared/README.md says the pictures show.
+public enum LiteRT {
+    public struct Detection: Sendable, CustomStringConvertible {
+        /// The model's class (0 is COCO's person in the shared SSD's label map).
+        public let classIndex: Int
+        public let score: Float
+        /// In the picture's pixels, clipped to it.
+        public let box: Rect
+        public var description: String { "class \(classIndex) \(score) at \(box)" }
+    }
+
+    /// The shared pictures LiteRT ran on, by name without extension.
+    public static let pictures = Fixtures.folders(Fixtures.generated.appendingPathComponent("detect/xnnpack"))
+        .filter { FileManager.default.fileExists(atPath: picturePath($0)) }
+
+    public static func picturePath(_ name: String) -> String { Fixtures.shared.appendingPathComponent("images/\(name).png").path }
+
+    /// LiteRT's detections on picture `name` of `size`, strongest first.
+    public static func detections(_ name: String, size: Size) throws -> [Detection] {
+        let folder = Fixtures.generated.appendingPathComponent("detect/xnnpack/\(name)")
+        func load(_ file: String) throws -> [Float] { try Fixtures.npy(folder.appendingPathComponent("\(file).npy")).values(as: Float.self) }
+        let boxes = try load("TFLite_Detection_PostProcess"), classes = try load("TFLite_Detection_PostProcess_1")
+        let scores = try load("TFLite_Detection_PostProcess_2"), count = Int(try load("TFLite_Detection_PostProcess_3")[0])
+        let w = Double(size.width), h = Double(size.height)
+        return (0..<count).map { i in
+            let b = boxes[(4 * i)..<(4 * i + 4)].map(Double.init)  // ymin, xmin, ymax, xmax of the stretched input
+            return Detection(classIndex: Int(classes[i]), score: scores[i],
+                             box: Rect(minX: max(0, b[1] * w), minY: max(0, b[0] * h), maxX: min(w, b[3] * w), maxY: min(h, b[2] * h)))
+        }.sorted { $0.score > $1.score }
+    }
+
+    /// Scores at least this far above the detector's 0.5 threshold are clear of it: a detection
+    /// within 0.03 of it may fall either side in another runtime.
+    public static let clearScore: Float = 0.53
 }
 
 /// Expects `actual` to match `expected` within `relative` tolerance (absolute below 1).
