@@ -23,10 +23,10 @@ import urllib.request
 
 import jsonschema
 
-from checklib import MODEL, SHARED, check, free_port, summary
+from checklib import MODEL, SHARED, check, free_port, summary, surest_picture
 
 VIDEO = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
-COFFEE = os.path.join(SHARED, "images", "coffee.png")
+PICTURE = surest_picture()[0]
 
 
 def request(base, path, body=None, method=None, content_type="application/json"):
@@ -137,7 +137,7 @@ def main():
         kinds = {(c["kind"], c["name"], c.get("direction")) for c in counts["counts"]}
         check(f"GET /api/v1/counts is Counts, with the zone's entries and the line's crossings {sorted(kinds, key=str)}",
               not errors and ("zone", "door", None) in kinds and ("line", "gate", "out") in kinds, errors or counts)
-        status, picture = request(base, "/api/v1/detect", open(COFFEE, "rb").read(), content_type="image/png")
+        status, picture = request(base, "/api/v1/detect", open(PICTURE, "rb").read(), content_type="image/png")
         errors = schemas.errors(schemas.answer("/api/v1/detect", "post", 200), picture)
         check("POST /api/v1/detect answers a PictureResult", not errors and picture["detections"], errors or picture)
 

@@ -44,13 +44,30 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
-from checklib import MODEL, ROOT, SHARED, check, free_port, summary, wait_until
+from checklib import MODEL, ROOT, SHARED, check, free_port, summary, surest_picture, wait_until
 
 PEOPLE = os.path.join(SHARED, "videos", "one-by-one-person-detection.mp4")
 WALK = os.path.join(SHARED, "videos", "asl-walk.mkv")
-COFFEE = os.path.join(SHARED, "images", "coffee.png")
+# A shared picture and LiteRT's detections on it (strongest first), and a class LiteRT finds
+# nothing of there, so that a server set to it finds nothing on the picture.
+PICTURE, LITERT = surest_picture()
+TOP = LITERT[0]
+ABSENT = next(c for c in ["toothbrush", "hair drier", "zebra", "giraffe", "person"] if c not in {d["label"] for d in LITERT})
+
+
+def labels_above(threshold):
+    """What Spotter must and may report at `threshold`: LiteRT's labels clear of it (0.03 above),
+    and those within 0.03 either side, strongest first."""
+    return [d["label"] for d in LITERT if d["score"] >= threshold + 0.03], [d["label"] for d in LITERT if d["score"] >= threshold - 0.03]
+
+
+def reports(labels, threshold):
+    """Whether `labels` (strongest first) are LiteRT's above `threshold`, allowing for those within 0.03 of it."""
+    must, may = labels_above(threshold)
+    return labels[:len(must)] == must and all(label in may for label in labels)
 PASSWORD = "hunter2-secret"
 
 
@@ -233,7 +250,7 @@ def restart_checks(spotter, work, media):
     album = os.path.join(work, "album-restart")
     server = Server(spotter, album, "--media-dir", os.path.dirname(WALK))
     try:
-        _, first = api(server.port, "POST", "/api/v1/sources", {"input": WALK, "record": True, "classes": ["person", "cup"], "threshold": 0.45})
+        _, first = api(server.port, "POST", "/api/v1/sources", {"input": WALK, "record": True, "classes": ["person", TOP["label"]], "threshold": 0.45})
         _, second = api(server.port, "POST", "/api/v1/sources", {"input": WALK, "realtime": True, "loop": True, "record": False})
         status, paused = api(server.port, "PATCH", f"/api/v1/sources/{second['id']}", {"paused": True, "threshold": 0.7})
         check("PATCH pauses a source and changes its threshold", status == 200 and paused["state"] == "paused" and paused["threshold"] == 0.7,
@@ -405,17 +422,20 @@ def settings_checks(spotter, work):
     done = subprocess.run([spotter, "serve", "--album", os.path.join(work, "never"), "--port", str(free_port()), "--model", MODEL,
                            "--classes", "persn"], capture_output=True, text=True, timeout=60)
     check("serve --classes persn is refused, naming the valid classes", done.returncode != 0 and "person" in done.stderr, done.stderr[-200:])
-    server = Server(spotter, os.path.join(work, "album-settings"), "--threshold", "0.8", "--classes", "person")
+    server = Server(spotter, os.path.join(work, "album-settings"), "--threshold", "0.8", "--classes", ABSENT)
     try:
-        picture = open(COFFEE, "rb").read()
+        picture = open(PICTURE, "rb").read()
         _, _, body = request(server.port, "POST", "/api/v1/detect", picture)
-        check("--threshold 0.8 --classes person: /api/v1/detect finds nothing on the coffee picture", json.loads(body)["detections"] == [], body)
+        check(f"--threshold 0.8 --classes {ABSENT}: /api/v1/detect finds nothing on {os.path.basename(PICTURE)}",
+              json.loads(body)["detections"] == [], body)
         _, _, body = request(server.port, "POST", "/v1/vision/detection", picture)
         check("and DeepStack's endpoint neither", json.loads(body)["predictions"] == [], body)
-        _, _, body = request(server.port, "POST", "/api/v1/detect?threshold=0.5&classes=cup", picture)
-        check("a request may ask for other settings", [d["label"] for d in json.loads(body)["detections"]] == ["cup"], body)
+        _, _, body = request(server.port, "POST", f"/api/v1/detect?threshold=0.5&classes={urllib.parse.quote(TOP['label'])}", picture)
+        got = [d["label"] for d in json.loads(body)["detections"]]
+        check(f"a request may ask for other settings ({TOP['label']} at 0.5: LiteRT's)",
+              reports(got, 0.5) and got and set(got) == {TOP["label"]}, body)
         status, answer = api(server.port, "POST", "/api/v1/sources", {"input": "rtsp://127.0.0.1:9/cam", "record": False})
-        check("new sources take the server's threshold and classes", status == 201 and answer["threshold"] == 0.8 and answer["classes"] == ["person"],
+        check("new sources take the server's threshold and classes", status == 201 and answer["threshold"] == 0.8 and answer["classes"] == [ABSENT],
               answer)
         for path in ["/api/v1/detect?classes=persn", "/v1/vision/detection?classes=persn"]:
             status, _, body = request(server.port, "POST", path, picture)
@@ -462,7 +482,7 @@ def body_time_deepstack_checks(spotter, work):
         check(f"a declared body over the limit is 413 at once ({time.time() - start:.2f} s)", answer.startswith(b"HTTP/1.1 413"), answer)
         s.close()
         s = socket.create_connection(("127.0.0.1", server.port))
-        picture = open(COFFEE, "rb").read()
+        picture = open(PICTURE, "rb").read()
         s.sendall(f"POST /api/v1/detect HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nContent-Length: {len(picture)}\r\n"
                   "Expect: 100-continue\r\n\r\n".encode())
         s.settimeout(5)
@@ -488,17 +508,19 @@ def body_time_deepstack_checks(spotter, work):
         longest = max((len(n) for n in numbers), default=0)
         check(f"no number in the album, sources or webhook has more than 6 decimals (longest {longest})", longest <= 6)
         # DeepStack as its clients call it.
-        form, content_type = multipart([("image", picture, "image"), ("min_confidence", "0.7", None), ("api_key", token, None)])
+        # A minimum confidence just under the top detection's (at least 0.5): LiteRT's labels above it.
+        least = round(max(0.5, TOP["score"] - 0.05), 2)
+        form, content_type = multipart([("image", picture, "image"), ("min_confidence", str(least), None), ("api_key", token, None)])
         status, _, body = request(server.port, "POST", "/v1/vision/detection", form, {"Content-Type": content_type})
         answer = json.loads(body)
-        check("DeepStack: api_key and min_confidence as form fields are honoured", status == 200 and
-              [p["label"] for p in answer["predictions"]] == ["cup"], body)
+        check(f"DeepStack: api_key and min_confidence ({least}) as form fields are honoured", status == 200 and
+              reports([p["label"] for p in answer["predictions"]], least), body)
         status, _, body = request(server.port, "POST", "/v1/vision/detection", b"not a picture", auth)
         answer = json.loads(body)
         check("DeepStack: errors are {success: false, error}", status >= 400 and answer.get("success") is False and answer.get("error"), body)
         frigate = frigate_detect(server.port, token, picture)
         check(f"Frigate's deepstack detector reads the answer within its 0.1 s timeout: {frigate}",
-              frigate and frigate[0][0] == "cup" and frigate[0][1] > 0.7, frigate)
+              frigate and frigate[0][0] == TOP["label"] and frigate[0][1] >= 0.4, frigate)
     finally:
         server.stop()
         hook.shutdown()
@@ -510,14 +532,15 @@ def frigate_detect(port, token, picture):
     20 predictions in order, stopping at the first below 0.4 or with a label not in its labelmap."""
     import cv2
     import numpy as np
-    frame = cv2.resize(cv2.imread(COFFEE), (320, 320))
+    frame = cv2.resize(cv2.imread(PICTURE), (320, 320))
     jpeg = cv2.imencode(".jpg", frame)[1].tobytes()
     body, content_type = multipart([("api_key", token, None), ("image", jpeg, "image")])
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=0.1)
     connection.request("POST", "/v1/vision/detection", body=body, headers={"Content-Type": content_type})
     predictions = json.loads(connection.getresponse().read()).get("predictions")
-    labels = ["person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light", "cup",
-              "dining table", "chair", "couch", "bottle", "bowl"]
+    # Frigate's label map is COCO's, as the model's.
+    with open(os.path.join(os.path.dirname(MODEL), "labelmap.txt")) as f:
+        labels = [label for label in f.read().splitlines()[1:] if label != "???"]
     detections = np.zeros((20, 6), np.float32)
     found = []
     for i, detection in enumerate(predictions):
@@ -669,7 +692,7 @@ def smaller_checks(spotter, work, media):
     subprocess.run([spotter, "video", WALK, "--output", out, "--model", MODEL], capture_output=True, check=True)
     check("a partial file a killed run left is removed by the next run", not os.path.exists(stale) and os.path.exists(out))
     for command, expected in [(["record", WALK, "--album", "x", "--post-roll", "-1"], "cannot be negative"),
-                              (["detect", COFFEE, "--threads", "-2"], "at least 1")]:
+                              (["detect", PICTURE, "--threads", "-2"], "at least 1")]:
         done = subprocess.run([spotter, *command], capture_output=True, text=True)
         check(f"{' '.join(command[-2:])} is explained, not 'Missing value'", expected in done.stderr and "Missing value" not in done.stderr,
               done.stderr[:200])

@@ -67,3 +67,32 @@ def serve_sample(work, name, route="files"):
                     "packaging": "file", "files": [f"{name}.mkv"], "size": video["size"], "sha256": video["sha256"],
                     "license": "CC-BY 4.0", "summary": "a person signing"}], f)
     return server, catalog
+
+
+def litert_detections(name):
+    """LiteRT's detections on ../shared/images/NAME.png, strongest first, as scripts/make_litert_fixtures.py
+    saved them (its default XNNPACK path): dicts with label (the model's label map), score and box
+    (xmin, ymin, xmax, ymax in the picture's pixels)."""
+    import struct
+    import numpy as np
+    folder = os.path.join(ROOT, "fixtures-generated", "detect", "xnnpack", name)
+    boxes, classes, scores, count = (np.load(os.path.join(folder, f"TFLite_Detection_PostProcess{s}.npy"))[0] for s in ["", "_1", "_2", "_3"])
+    with open(os.path.join(os.path.dirname(MODEL), "labelmap.txt")) as f:
+        labels = f.read().splitlines()[1:]  # the first line is the background
+    with open(os.path.join(SHARED, "images", name + ".png"), "rb") as f:
+        width, height = struct.unpack(">II", f.read(24)[16:24])  # the PNG's IHDR chunk comes first
+    found = [{"label": labels[int(classes[i])], "score": float(scores[i]),
+              "box": [float(v) for v in (max(0.0, boxes[i][1] * width), max(0.0, boxes[i][0] * height), min(width, boxes[i][3] * width), min(height, boxes[i][2] * height))]}
+             for i in range(int(count))]
+    return sorted(found, key=lambda d: -d["score"])
+
+
+def surest_picture():
+    """The shared picture whose top detection LiteRT is surest of (at least 0.53, clear of the
+    detector's 0.5 threshold): its path and LiteRT's detections on it. Checks that need a picture
+    with an object on it take it from here, not from what ../shared/README.md says a picture shows."""
+    folder = os.path.join(ROOT, "fixtures-generated", "detect", "xnnpack")
+    names = [n for n in sorted(os.listdir(folder)) if os.path.isfile(os.path.join(SHARED, "images", n + ".png"))]
+    tops = [(litert_detections(n), n) for n in names]
+    detections, name = max(((d, n) for d, n in tops if d and d[0]["score"] >= 0.53), key=lambda t: t[0][0]["score"])
+    return os.path.join(SHARED, "images", name + ".png"), detections

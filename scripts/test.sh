@@ -3,7 +3,11 @@
 # (release build: the reference kernels run real models), and end-to-end checks of the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's time, so that a slow run says where its time went.
+mark=$SECONDS
+took() { echo "[test.sh] $1 took $((SECONDS - mark)) s ($((SECONDS / 60)) min so far)"; mark=$SECONDS; }
 scripts/setup.sh
+took "setup"
 venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
 # Expected outputs from LiteRT and OpenCV, each regenerated when its script (or a peer it runs) changes.
@@ -21,8 +25,11 @@ for script in make_litert_fixtures make_anatomy_fixtures make_jpeg_fixtures make
   fi
 done
 
+took "fixtures"
+
 # One release build serves the test suites and the command line the end-to-end checks run.
 swift build -c release --build-tests
+took "release build"
 swift test -c release --skip-build --skip ClusterTests 2>&1 | tee .build/swift-test.log | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/swift-test.log)
 [ -n "$swift_tests" ] || { echo "swift test failed"; exit 1; }
@@ -31,6 +38,7 @@ swift_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build
 swift test -c release --skip-build --filter ClusterTests 2>&1 | tee .build/cluster-test.log | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 cluster_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/cluster-test.log)
 [ -n "$cluster_tests" ] || { echo "swift test of the cluster failed"; exit 1; }
+took "Swift suites"
 
 # AddressSanitizer over the suites that hand pixels, FFmpeg buffers and tensors to unsafe pointers
 # (Imaging, Media, Detection, Pipeline with its frame-size sweep, Rectangles, Faces, the single-operator kernels);
@@ -38,11 +46,13 @@ cluster_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .bui
 export SPOTTER_MEMORY_CHECK=1
 swift build -c release --sanitize=address --build-tests --build-path .build-asan > .build/asan-build.log 2>&1 \
   || { tail -40 .build/asan-build.log; echo "AddressSanitizer build failed"; exit 1; }
+took "AddressSanitizer build"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 swift test -c release --sanitize=address --build-path .build-asan --skip-build \
   --filter '^(ImagingTests|DetectionTests|PipelineTests|RectanglesTests|FacesTests)\.|OperatorFixtureTests' 2>&1 | tee .build/asan-test.log \
   | grep -v -e "^✔ Test [^r].* passed" -e "^◇ Test .* started"
 asan_tests=$(sed -n 's/.*Test run with \([0-9]*\) tests.* passed.*/\1/p' .build/asan-test.log)
 [ -n "$asan_tests" ] || { echo "swift test under AddressSanitizer failed"; exit 1; }
+took "suites under AddressSanitizer"
 unset SPOTTER_MEMORY_CHECK
 
 # The command line, end to end, checked by LiteRT and Python's json module.
@@ -50,6 +60,7 @@ unset SPOTTER_MEMORY_CHECK
 cat .build/check-cli.log
 cli=$(tail -1 .build/check-cli.log)
 cli_passed=${cli%% passed*}
+took "check_cli"
 
 # Rectangle detection (issue 36: tuned on one family of rendered pictures, measured on others):
 # - the set it was tuned on, against issue 12's bar (every corner within 5% of the diagonal);
@@ -71,6 +82,7 @@ grep -q "^passed" .build/check-rectangles-heldout.log || { echo "rectangle detec
 "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter scripts/rectangles-real-photos.json --floor 0,0.02,0.125 \
   2>&1 | grep -v "libpng warning" | tee .build/check-rectangles-real.log
 grep -q "^passed" .build/check-rectangles-real.log || { echo "rectangle detection found false rectangles on real photos"; exit 1; }
+took "rectangle checks"
 
 # Hostile inputs (issue 31): sources naming private files, cross-site requests, picture bombs, tokens,
 # FIFOs, slow clients, disguised uploads; then mutants of the shared models (no crash, no hang) and a
@@ -82,6 +94,7 @@ security_passed=${security%% passed*}
 "$venv/bin/python" scripts/check_model_mutants.py .build/release/spotter --count 450 | tee .build/check-mutants.log | tail -3
 grep -q "^passed" .build/check-mutants.log || { echo "a mutated model crashed or hung the reader"; exit 1; }
 scripts/fuzz-model.sh "${SPOTTER_FUZZ_SECONDS:-90}" "${SPOTTER_FUZZ_RUNS:-15000}" "${SPOTTER_FUZZ_SEED:-1}"
+took "hostile inputs, model mutants and fuzzing"
 
 # Left in charge of cameras (issue 32): cameras that come back, stalls, restarts, albums that heal,
 # settings, bodies, wall-clock times, DeepStack as Frigate calls it, a real RTSP camera.
@@ -89,6 +102,7 @@ scripts/fuzz-model.sh "${SPOTTER_FUZZ_SECONDS:-90}" "${SPOTTER_FUZZ_RUNS:-15000}
 cat .build/check-recorder.log
 recorder=$(tail -1 .build/check-recorder.log)
 recorder_passed=${recorder%% passed*}
+took "check_recorder"
 
 # Objects over time (issue 33): tracking quality against the anchors of Roboflow's `trackers` on the
 # shared MOT15 sequences (its own venv), and zones and lines against an independent implementation.
@@ -115,16 +129,19 @@ openapi_passed=${openapi%% passed*}
 cat .build/check-val.log
 val=$(tail -1 .build/check-val.log)
 val_passed=${val%% of*}
+took "tracking, zones, objects, OpenAPI and val checks"
 
 # `spotter serve` in Debian's Chromium (screenshots in .build/artifacts/).
 "$venv/bin/python" scripts/check_server.py .build/release/spotter > .build/check-server.log 2>&1 || { cat .build/check-server.log; exit 1; }
 cat .build/check-server.log
 server=$(tail -1 .build/check-server.log)
 server_passed=${server%% passed*}
+took "check_server"
 # Several nodes on one PostgreSQL (issue 37): a throwaway server from Debian's package, three nodes,
 # six sources spread over them, kill -9 and failover, graceful hand-over, the shared album's clips.
 "$venv/bin/python" scripts/check_cluster.py .build/release/spotter > .build/check-cluster.log 2>&1 || { cat .build/check-cluster.log; exit 1; }
 cat .build/check-cluster.log
 cluster=$(tail -1 .build/check-cluster.log)
 cluster_passed=${cluster%% passed*}
+took "check_cluster"
 echo "total: $((swift_tests + cluster_tests + asan_tests + cli_passed + 1 + security_passed + 2 + recorder_passed + zones_passed + objects_passed + openapi_passed + val_passed + server_passed + cluster_passed)) passed, 0 failed"
