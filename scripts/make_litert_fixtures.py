@@ -3,7 +3,7 @@
 
 Writes, under OUTDIR (default: fixtures-generated/ at the repository root):
 
-  detect/inputs/NAME.npy       300x300x3 uint8 RGB inputs: the shared images and frames of the
+  detect/inputs/NAME.npy       300x300x3 uint8 RGB inputs: the shared PNG images and frames of the
                                shared videos, resized with OpenCV bilinear as the peer pipeline does
   detect/ref/NAME/*.npy        LiteRT BUILTIN_REF (reference kernels) results: the two predictor
                                tensors that feed the post-process op (Squeeze, convert_scores) and
@@ -41,8 +41,14 @@ def to_input(bgr):
     return cv2.resize(rgb, (300, 300), interpolation=cv2.INTER_LINEAR).astype(np.uint8)
 
 
+def pictures():
+    """The shared pictures (../shared/images/*.png) by name without extension, sorted."""
+    folder = os.path.join(SHARED, "images")
+    return sorted(name[:-4] for name in os.listdir(folder) if name.endswith(".png") and os.path.isfile(os.path.join(folder, name)))
+
+
 def inputs():
-    for name in ["astronaut", "coffee", "chelsea", "camera", "page"]:
+    for name in pictures():
         image = cv2.imread(os.path.join(SHARED, "images", name + ".png"), cv2.IMREAD_COLOR)
         yield name, to_input(image)
     videos = {
@@ -98,7 +104,7 @@ def main():
     if count < 20:
         sys.exit("expected at least 20 inputs; are ../shared/images and ../shared/videos complete?")
     os.makedirs(os.path.join(base, "halves"), exist_ok=True)
-    for name in ["astronaut", "coffee", "chelsea", "camera", "page"]:
+    for name in pictures():
         rgb = cv2.cvtColor(cv2.imread(os.path.join(SHARED, "images", name + ".png"), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
         rgb = rgb[:rgb.shape[0] // 2 * 2, :rgb.shape[1] // 2 * 2]
         half = cv2.resize(rgb, (rgb.shape[1] // 2, rgb.shape[0] // 2), interpolation=cv2.INTER_LINEAR)

@@ -15,6 +15,7 @@ for script in make_litert_fixtures make_anatomy_fixtures make_jpeg_fixtures make
   stamp=fixtures-generated/.stamp-$script
   sources="scripts/$script.py"
   [ "$script" = make_recording_fixtures ] && sources="$sources ../shared/reference/pipeline_py.py"
+  [ "$script" = make_litert_fixtures ] && sources="$sources $(find ../shared/images -maxdepth 1 -name '*.png' | sort)"
   [ "$script" = make_anatomy_fixtures ] && sources="$sources $(find ../shared/models Tests/Fixtures/models -name '*.tflite' | sort)"
   [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py Tests/Fixtures/models/attention-yolo/*.tflite $(find ../shared/images -type f | sort)"
   # shellcheck disable=SC2086

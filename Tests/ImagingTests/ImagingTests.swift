@@ -7,18 +7,18 @@ import TestSupport
 
 @Suite struct ResizeTests {
     /// fixtures-generated/detect/inputs holds OpenCV's cv2.resize(INTER_LINEAR) of the shared images.
-    @Test("decode and resize equal OpenCV's model input", arguments: ["astronaut", "coffee", "chelsea", "camera", "page"])
+    @Test("decode and resize equal OpenCV's model input", arguments: LiteRT.pictures)
     func decodeAndResizeEqualOpenCV(_ name: String) throws {
-        let picture = try ImageFile.decode(Fixtures.shared.appendingPathComponent("images/\(name).png").path).upright
+        let picture = try ImageFile.decode(LiteRT.picturePath(name)).upright
         let resized = picture.resized(to: Size(width: 300, height: 300))
         let expected = try Fixtures.npy(Fixtures.generated.appendingPathComponent("detect/inputs/\(name).npy"))
         #expect(resized.data == expected.data, "\(zip(resized.data, expected.data).filter { $0 != $1 }.count) bytes differ")
     }
 
     /// fixtures-generated/detect/halves holds OpenCV's cv2.resize(INTER_LINEAR) to exactly half size.
-    @Test("resizing to exactly half equals OpenCV", arguments: ["astronaut", "coffee", "chelsea", "camera", "page"])
+    @Test("resizing to exactly half equals OpenCV", arguments: LiteRT.pictures)
     func halvingEqualsOpenCV(_ name: String) throws {
-        let picture = try ImageFile.decode(Fixtures.shared.appendingPathComponent("images/\(name).png").path).upright.converted(to: .rgb24)
+        let picture = try ImageFile.decode(LiteRT.picturePath(name)).upright.converted(to: .rgb24)
         let even = picture.cropped(x: 0, y: 0, width: picture.width / 2 * 2, height: picture.height / 2 * 2)
         let half = even.resized(to: Size(width: even.width / 2, height: even.height / 2))
         let expected = try Fixtures.npy(Fixtures.generated.appendingPathComponent("detect/halves/\(name).npy"))
