@@ -17,14 +17,12 @@ struct Expected: Sendable, CustomStringConvertible {
 }
 
 @Suite struct ObjectDetectorTests {
-    /// The shared images LiteRT ran on (make_litert_fixtures.py saves its outputs for each).
-    static let liteRTPictures = LiteRT.pictures
-
-    /// LiteRT's top detection on each of them, when it is clear of the threshold.
-    static let expected: [Expected] = (try? liteRTPictures.compactMap { name in
+    /// LiteRT's top detection on each shared picture it ran on, when it is clear of the threshold
+    /// (empty when any of LiteRT's outputs cannot be read).
+    static let expected: [Expected] = (try? LiteRT.pictures.compactMap { name in
         let size = try picture(name).size
         guard let labels = try detector().labels,
-              let top = try liteRT(name, size: size).first(where: { $0.score >= LiteRT.clearScore }) else { return nil }
+              let top = try LiteRT.detections(name, size: size).first(where: { $0.score >= LiteRT.clearScore }) else { return nil }
         return Expected(image: name, classIndex: top.classIndex, label: labels.name(top.classIndex), score: top.score, box: top.box)
     }) ?? []
 
@@ -43,8 +41,6 @@ struct Expected: Sendable, CustomStringConvertible {
             && expected.box.minY >= square.minY && expected.box.maxY <= square.maxY
     }.max { $0.score < $1.score }) ?? strongest
 
-    static func liteRT(_ name: String, size: Size) throws -> [LiteRT.Detection] { try LiteRT.detections(name, size: size) }
-
     static func detector(_ options: ObjectDetector.Options = .init()) throws -> ObjectDetector {
         try ObjectDetector(modelPath: Fixtures.detectModel.path, options: options)
     }
@@ -58,15 +54,16 @@ struct Expected: Sendable, CustomStringConvertible {
     }
 
     @Test func liteRTsDetectionsAreThereToCompareWith() {
-        #expect(!Self.liteRTPictures.isEmpty && Self.expected.count == Self.liteRTPictures.count,
-                "LiteRT's outputs for \(Self.liteRTPictures), a clear top detection on \(Self.expected.map(\.image))")
+        // A picture may hold nothing LiteRT is sure of, but the one-picture tests need one that does.
+        #expect(!LiteRT.pictures.isEmpty && !Self.expected.isEmpty,
+                "LiteRT's outputs for \(LiteRT.pictures), a clear top detection on \(Self.expected.map(\.image))")
     }
 
-    @Test("shared images give LiteRT's detections", arguments: liteRTPictures)
+    @Test("shared images give LiteRT's detections", arguments: LiteRT.pictures)
     func sharedImagesGiveLiteRTDetections(_ name: String) throws {
         let picture = try Self.picture(name)
         let result = try Self.detector().detect(picture)
-        let liteRT = try Self.liteRT(name, size: picture.size)
+        let liteRT = try LiteRT.detections(name, size: picture.size)
         // Every detection LiteRT makes clear of the threshold (a score within 0.03 of it may fall
         // either side) is found, and nothing LiteRT does not find.
         for expected in liteRT where expected.score >= LiteRT.clearScore {

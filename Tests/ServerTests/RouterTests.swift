@@ -45,8 +45,8 @@ enum ServerFixtures {
         try #require(try JSONSerialization.jsonObject(with: Data(buffer: buffer)) as? [String: Any], "not a JSON object: \(String(buffer: buffer))")
     }
 
-    /// A shared picture to upload: the one whose top detection LiteRT is surest of, with its size,
-    /// LiteRT's detections on it and that top detection's label.
+    /// A shared picture to upload: the one whose top detection LiteRT is surest of, with its bytes,
+    /// its size, and that detection with its label.
     struct Picture {
         let name: String
         let png: [UInt8]
@@ -63,9 +63,11 @@ enum ServerFixtures {
             return Picture(name: name, png: try! Fixtures.bytes(URL(fileURLWithPath: LiteRT.picturePath(name))), size: size, top: top,
                            label: labels.name(top.classIndex))
         }
-        return tops.max { $0.top.score < $1.top.score }!
+        guard let surest = tops.max(by: { $0.top.score < $1.top.score }) else {
+            fatalError("no shared picture with a clear LiteRT detection in fixtures-generated/detect/xnnpack (scripts/make_litert_fixtures.py)")
+        }
+        return surest
     }()
-    static var picturePNG: [UInt8] { picture.png }
 }
 
 @Suite struct RouterTests {
@@ -211,7 +213,7 @@ enum ServerFixtures {
         let wantLabels = want.map { $0["label"] as? String ?? "" }, wantScores = want.map { $0["score"] as? Double ?? -1 }
         try await ServerFixtures.application().test(.router) { client in
             try await client.execute(uri: "/api/v1/detect", method: .post, headers: [.contentType: "image/png"],
-                                     body: ByteBuffer(bytes: ServerFixtures.picturePNG)) { response in
+                                     body: ByteBuffer(bytes: ServerFixtures.picture.png)) { response in
                 #expect(response.status == .ok)
                 let body = try ServerFixtures.json(response.body)
                 #expect(body["width"] as? Int == picture.size.width && body["height"] as? Int == picture.size.height)
@@ -230,7 +232,7 @@ enum ServerFixtures {
     @Test func deepStackEndpointTakesAMultipartImage() async throws {
         let boundary = "spotterBoundary42"
         var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"image\"; filename=\"\(ServerFixtures.picture.name).png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
-        body += ServerFixtures.picturePNG
+        body += ServerFixtures.picture.png
         body += Array("\r\n--\(boundary)--\r\n".utf8)
         let upload = body
         try await ServerFixtures.application().test(.router) { client in
@@ -258,15 +260,15 @@ enum ServerFixtures {
                 #expect($0.status == .unsupportedMediaType)
             }
             try await client.execute(uri: "/api/v1/detect", method: .post) { #expect($0.status == .badRequest) }
-            try await client.execute(uri: "/api/v1/detect?threshold=2", method: .post, body: ByteBuffer(bytes: ServerFixtures.picturePNG)) {
+            try await client.execute(uri: "/api/v1/detect?threshold=2", method: .post, body: ByteBuffer(bytes: ServerFixtures.picture.png)) {
                 #expect($0.status == .badRequest)
             }
             // A PNG signature with nothing after it.
-            try await client.execute(uri: "/api/v1/detect", method: .post, body: ByteBuffer(bytes: ServerFixtures.picturePNG.prefix(40))) {
+            try await client.execute(uri: "/api/v1/detect", method: .post, body: ByteBuffer(bytes: ServerFixtures.picture.png.prefix(40))) {
                 #expect($0.status == .unprocessableContent)
             }
             // Larger than the configured 2 MiB.
-            let large = ServerFixtures.picturePNG + [UInt8](repeating: 0, count: 3 << 20)
+            let large = ServerFixtures.picture.png + [UInt8](repeating: 0, count: 3 << 20)
             try await client.execute(uri: "/api/v1/detect", method: .post, body: ByteBuffer(bytes: large)) {
                 #expect($0.status == .contentTooLarge)
             }
@@ -331,7 +333,7 @@ enum ServerFixtures {
                     let statuses = Set(responses.keys)
                     let httpMethod: HTTPRequest.Method = method == "post" ? .post : method == "delete" ? .delete : method == "head" ? .head
                         : method == "patch" ? .patch : .get
-                    let body = httpMethod == .post || httpMethod == .patch ? ByteBuffer(bytes: ServerFixtures.picturePNG) : nil
+                    let body = httpMethod == .post || httpMethod == .patch ? ByteBuffer(bytes: ServerFixtures.picture.png) : nil
                     try await client.execute(uri: uri, method: httpMethod, body: body) { response in
                         #expect(statuses.contains(String(response.status.code)), "\(method) \(uri): \(response.status.code) not in \(statuses)")
                     }

@@ -236,7 +236,7 @@ final class SampleDouble: SampleLibrary, @unchecked Sendable {
             }
             #expect(paths == [uploads.appendingPathComponent("my_walk.mkv").path, uploads.appendingPathComponent("my_walk-1.mkv").path])
             for path in paths { #expect(try Fixtures.bytes(URL(fileURLWithPath: path)) == video) }
-            try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: ServerFixtures.picturePNG.prefix(4096))) {
+            try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: ServerFixtures.picture.png.prefix(4096))) {
                 #expect($0.status == .unsupportedMediaType)
             }
             try await client.execute(uri: "/api/v1/uploads", method: .post, body: ByteBuffer(bytes: video + [UInt8](repeating: 0, count: 64))) {
