@@ -112,6 +112,20 @@ def main():
     cv2.imwrite(os.path.join(OUT, "screen-striped.png"), image)
     truth["screen-striped"] = [np.array(outer).round(4).tolist()]
 
+    # A red sign on green leaves of about its luma (88 and 89 grey levels), with a dark branch
+    # along its left side 4 pixels out: in luma alone the only edge near that side is the branch's.
+    sign = rectangle(330, 240, 280, 200, 12)
+    a = math.radians(12)
+    across = np.array([math.cos(a), math.sin(a)])
+    image = np.zeros((480, 640, 3), np.uint8)
+    image[:] = (55, 105, 70)  # BGR
+    branch = [sign[0] - across * 14, sign[0] - across * 4, sign[3] - across * 4, sign[3] - across * 14]
+    fill(image, [branch[0] + (branch[0] - branch[3]) * 0.2, branch[1] + (branch[1] - branch[2]) * 0.2,
+                 branch[2] + (branch[2] - branch[1]) * 0.2, branch[3] + (branch[3] - branch[0]) * 0.2], (25, 30, 35))
+    fill(image, sign, (40, 40, 200))
+    cv2.imwrite(os.path.join(OUT, "sign-by-branch.png"), image)
+    truth["sign-by-branch"] = [np.array(sign).round(4).tolist()]
+
     with open(os.path.join(OUT, "truth.json"), "w") as f:
         json.dump(truth, f, indent=1)
     print(f"make_rectangle_fixtures: {len(truth)} pictures in {OUT}")

@@ -37,6 +37,9 @@ package struct Luma {
         }
     }
 
+    /// Whether the picture has colour channels (grey and YUV pictures have luma alone).
+    var hasColour: Bool { bytesPerPixel > 1 }
+
     var width: Int { image.width }
     var height: Int { image.height }
 
@@ -70,6 +73,26 @@ package struct Luma {
         let bottom = value(x: x0, y: y0 + 1) * (1 - ax) + value(x: x0 + 1, y: y0 + 1) * ax
         return top * (1 - ay) + bottom * ay
     }
+
+    /// Bilinear red, green and blue at continuous coordinates (pixel centres at `i + 0.5`; pixels
+    /// past the edges repeat the edge's). Pictures with colour only (``hasColour``).
+    func colour(_ x: Double, _ y: Double) -> SIMD3<Float> {
+        let fx = x - 0.5, fy = y - 0.5
+        let fx0 = Rounding.floor(fx), fy0 = Rounding.floor(fy)
+        let ax = Float(fx - Double(fx0)), ay = Float(fy - Double(fy0))
+        let x0 = min(max(fx0, 0), image.width - 1), y0 = min(max(fy0, 0), image.height - 1)
+        let x1 = min(max(fx0 + 1, 0), image.width - 1), y1 = min(max(fy0 + 1, 0), image.height - 1)
+        @inline(__always) func at(_ x: Int, _ y: Int) -> SIMD3<Float> {
+            let base = start + y * rowStride + x * bytesPerPixel
+            return SIMD3(Float(image.data[base + offsets.r]), Float(image.data[base + offsets.g]), Float(image.data[base + offsets.b]))
+        }
+        let top = at(x0, y0) * (1 - ax) + at(x1, y0) * ax
+        let bottom = at(x0, y1) * (1 - ax) + at(x1, y1) * ax
+        return top * (1 - ay) + bottom * ay
+    }
+
+    /// Luma of a red, green and blue (the weights ``sample(_:_:)`` uses).
+    static func luma(_ c: SIMD3<Float>) -> Float { (77 * c.x + 150 * c.y + 29 * c.z) / 256 }
 
     /// The largest factor ``downscaled(by:channels:)`` takes: 257 rows of bytes fill a 16-bit sum.
     static let largestFactor = 257

@@ -66,6 +66,16 @@ enum Drawn {
         #expect(Drawn.error(first.corners, truth) < 1, "\(first.corners) vs \(truth)")
     }
 
+    /// A red sign on green leaves of the same luma, a dark branch 4 pixels beside one side: the
+    /// side stays on the sign's edge, which only colour shows, not on the branch's (luma's only
+    /// edge; refined in luma alone, a corner was 1.47 pixels off).
+    @Test func aSideOnlyColourShowsStaysOffTheDarkEdgeBesideIt() throws {
+        let found = try Self.detect("sign-by-branch", .init())
+        let first = try #require(found.first)
+        let truth = try Drawn.corners("sign-by-branch")[0]
+        #expect(Drawn.error(first.corners, truth) < 0.5, "\(first.corners) vs \(truth)")
+    }
+
     /// Bigger pictures are averaged down by larger factors (2 to 10 here), in pixel formats of one,
     /// three and four bytes: the corners found stay on the drawn ones.
     @Test(arguments: [(1, PixelFormat.rgb24), (2, .rgb24), (3, .bgra), (5, .gray8), (3, .gray8)])
