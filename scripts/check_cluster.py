@@ -11,8 +11,8 @@ throwaway PostgreSQL server of Debian's package (initdb in a temporary folder, 1
               or stops, every lease keeps its generation
   failover    kill -9 of the node with the most sources: within 15 s every source runs on the
               other two, each moved one under a higher lease generation
-  pause       SIGSTOP of a node for 30 s: its sources move; a lease period after SIGCONT it runs
-              none of them
+  pause       SIGSTOP of a node for 30 s: its sources move; a lease period after SIGCONT it has
+              stopped each under the lease it lost, and each runs on one node, its owner
   events      the never-stopped survivor's /api/v1/events sent every clip_finished the outbox
               holds (those of sources other nodes ran too), each once
   shutdown    SIGTERM ends the other nodes within 30 s, leaving no lease held and no node listed;
@@ -322,16 +322,31 @@ def main():
         during = {line.split("|")[0]: line.split("|")[1] for line in database.rows("SELECT id, owner FROM sources WHERE lease_expires > now()")}
         check(f"while {paused.name} is stopped (SIGSTOP, 30 s) its {len(held)} sources move to {other.name}",
               held and all(during.get(i) == other.name for i in held), during)
+        mark = len(paused.output())
         paused.process.send_signal(signal.SIGCONT)
         woke = time.time()
         woke_at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(woke))
 
+        # The woken node must stop each source under the lease it lost: it logs the generation it
+        # lost when a renewal is refused, or that it stops everything when its first query after
+        # waking timed out (no database for longer than the outage grace). Once it has, the nodes
+        # may rebalance and hand some back to it under a new lease, so what counts is that each
+        # runs on exactly one node, the one the database names.
+        def stopped(i):
+            log = paused.output()[mark:]
+            return f"lost source {i} (generation {after[i][1]})" in log or f"stopping {len(held)} sources another node may have taken" in log
+
         def fenced():
-            return not (paused.running() & set(held)) and set(held) <= other.running()
+            lost = all(stopped(i) for i in held)
+            owners = {line.split("|")[0]: line.split("|")[1] for line in database.rows("SELECT id, owner FROM sources WHERE lease_expires > now()")}
+            runs = {node.name: node.running() for node in survivors}
+            once = all([name for name, mine in runs.items() if i in mine] == [owners.get(i)] for i in held)
+            return lost and once
 
         ok = wait_until(fenced, 5 + 2, step=0.1)
-        check(f"one lease period after SIGCONT {paused.name} runs none of them (it stopped what it lost); {other.name} runs them", ok,
-              (paused.running(), other.running()))
+        check(f"one lease period after SIGCONT {paused.name} has stopped each of them under the lease it lost; each runs on one node, its owner", ok,
+              {"running": {node.name: sorted(node.running()) for node in survivors},
+               "stopped": [i for i in held if stopped(i)], "log": paused.output()[mark:][-2000:]})
         print(f"info  the woken node let go {time.time() - woke:.1f} s after SIGCONT", flush=True)
 
         # events of every source on every node: the outbox's clip_finished rows against what the
