@@ -20,20 +20,20 @@ struct Expected: Sendable, CustomStringConvertible {
     /// LiteRT's top detection on each shared picture it ran on, when it is clear of the threshold
     /// (empty when any of LiteRT's outputs cannot be read).
     static let expected: [Expected] = (try? LiteRT.pictures.compactMap { name in
-        let size = try picture(name).size
+        let size = try LiteRT.size(name)
         guard let labels = try detector().labels,
               let top = try LiteRT.detections(name, size: size).first(where: { $0.score >= LiteRT.clearScore }) else { return nil }
         return Expected(image: name, classIndex: top.classIndex, label: labels.name(top.classIndex), score: top.score, box: top.box)
     }) ?? []
 
     /// The tests of one picture take the picture whose top detection LiteRT is surest of.
-    static let strongest = expected.max { $0.score < $1.score }
+    static let strongest = expected.first { $0.image == LiteRT.surest?.name }
 
     /// For letterboxing and centre cropping: a picture that is not square (letterboxing pads it)
     /// with its top detection inside the centred square (cropping keeps it), the surest such one,
     /// else the surest of all.
     static let framed: Expected? = (try? expected.filter { expected in
-        let size = try picture(expected.image).size
+        let size = try LiteRT.size(expected.image)
         let side = Double(min(size.width, size.height))
         let square = Rect(minX: (Double(size.width) - side) / 2, minY: (Double(size.height) - side) / 2,
                           maxX: (Double(size.width) + side) / 2, maxY: (Double(size.height) + side) / 2)

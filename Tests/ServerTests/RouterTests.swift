@@ -56,17 +56,12 @@ enum ServerFixtures {
     }
 
     static let picture: Picture = {
-        let labels = try! Labels.read(path: Fixtures.shared.appendingPathComponent("models/coco-ssd-mobilenet-v1/labelmap.txt").path)
-        let tops = LiteRT.pictures.compactMap { name -> Picture? in
-            guard let size = try? ImageFile.decode(LiteRT.picturePath(name)).upright.size,
-                  let top = try? LiteRT.detections(name, size: size).first, top.score >= LiteRT.clearScore else { return nil }
-            return Picture(name: name, png: try! Fixtures.bytes(URL(fileURLWithPath: LiteRT.picturePath(name))), size: size, top: top,
-                           label: labels.name(top.classIndex))
-        }
-        guard let surest = tops.max(by: { $0.top.score < $1.top.score }) else {
+        guard let (name, size, top) = LiteRT.surest else {
             fatalError("no shared picture with a clear LiteRT detection in fixtures-generated/detect/xnnpack (scripts/make_litert_fixtures.py)")
         }
-        return surest
+        let labels = try! Labels.read(path: Fixtures.shared.appendingPathComponent("models/coco-ssd-mobilenet-v1/labelmap.txt").path)
+        return Picture(name: name, png: try! Fixtures.bytes(URL(fileURLWithPath: LiteRT.picturePath(name))), size: size, top: top,
+                       label: labels.name(top.classIndex))
     }()
 }
 

@@ -83,6 +83,22 @@ public enum LiteRT {
     /// Scores at least this far above the detector's 0.5 threshold are clear of it: a detection
     /// within 0.03 of it may fall either side in another runtime.
     public static let clearScore: Float = 0.53
+
+    /// A shared picture's size, from its PNG header (the decoder applies no orientation to PNGs).
+    public static func size(_ name: String) throws -> Size {
+        struct NotPNG: Error, CustomStringConvertible { let description: String }
+        let header = try Fixtures.bytes(URL(fileURLWithPath: picturePath(name))).prefix(24)
+        guard header.count == 24, header.starts(with: [0x89, 0x50, 0x4E, 0x47]) else { throw NotPNG(description: "\(picturePath(name)) is not a PNG") }
+        func word(_ at: Int) -> Int { header[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
+        return Size(width: word(16), height: word(20))
+    }
+
+    /// The shared picture whose top detection LiteRT is surest of (and clear of the threshold),
+    /// for tests of one picture; nil when no picture has one.
+    public static let surest: (name: String, size: Size, top: Detection)? = pictures.compactMap { name in
+        guard let size = try? size(name), let top = try? detections(name, size: size).first, top.score >= clearScore else { return nil }
+        return (name, size, top)
+    }.max { $0.top.score < $1.top.score }
 }
 
 /// Expects `actual` to match `expected` within `relative` tolerance (absolute below 1).
