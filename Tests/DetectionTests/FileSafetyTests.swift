@@ -13,36 +13,41 @@ import TestSupport
         return url
     }
 
-    static func copy(_ image: String, to url: URL) throws {
+    /// Copies the shared picture `name` (``LiteRT/pictures``) to `url`.
+    static func copy(_ name: String, to url: URL) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(at: Fixtures.shared.appendingPathComponent("images/\(image)"), to: url)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: LiteRT.picturePath(name)), to: url)
     }
 
     @Test func sameNamesInTwoFoldersGetTwoAnnotatedCopies() throws {
         let root = try Self.folder("names")
         defer { try? FileManager.default.removeItem(at: root) }
-        try Self.copy("astronaut.png", to: root.appendingPathComponent("d1/x.png"))
-        try Self.copy("coffee.png", to: root.appendingPathComponent("d2/x.png"))
-        try Self.copy("chelsea.png", to: root.appendingPathComponent("d1/sub/c.png"))
+        // Two shared pictures of different sizes, so that each copy is known by its size.
+        let first = try #require(LiteRT.pictures.first, "no shared pictures")
+        let second = try #require(LiteRT.pictures.first { (try? LiteRT.size($0)) != (try? LiteRT.size(first)) },
+                                  "two shared pictures of different sizes among \(LiteRT.pictures)")
+        try Self.copy(first, to: root.appendingPathComponent("d1/x.png"))
+        try Self.copy(second, to: root.appendingPathComponent("d2/x.png"))
+        try Self.copy(first, to: root.appendingPathComponent("d1/sub/c.png"))
         let out = root.appendingPathComponent("out")
         let result = try Fixtures.runSpotter(["detect", root.appendingPathComponent("d1").path, root.appendingPathComponent("d2").path,
                                               "--recursive", "--save-dir", out.path, "--model", Self.model])
         #expect(result.status == 0, "\(result.errors)")
         let written = try FileManager.default.subpathsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".png") }.sorted()
         #expect(written == ["sub/c.png", "x-2.png", "x.png"])
-        // Each copy is its own picture (ffprobe reads their sizes: astronaut 512x512, coffee 600x400).
+        // Each copy is its own picture: ffprobe reads the size of the first in x.png, of the second in x-2.png.
         let sizes = try ["x.png", "x-2.png"].map { name in
             try run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", out.appendingPathComponent(name).path])
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        #expect(sizes == ["512,512", "600,400"])
+        #expect(sizes == (try [first, second].map { name in try LiteRT.size(name) }.map { "\($0.width),\($0.height)" }))
     }
 
     @Test func saveDirEqualToTheInputFolderNeverOverwritesAPicture() throws {
         let root = try Self.folder("inplace")
         defer { try? FileManager.default.removeItem(at: root) }
         let picture = root.appendingPathComponent("x.png")
-        try Self.copy("astronaut.png", to: picture)
+        try Self.copy(try #require(LiteRT.pictures.first, "no shared pictures"), to: picture)
         let before = try Data(contentsOf: picture)
         let result = try Fixtures.runSpotter(["detect", root.path, "--save-dir", root.path, "--model", Self.model])
         #expect(result.status == 0, "\(result.errors)")
@@ -51,11 +56,13 @@ import TestSupport
     }
 
     @Test func missingInputIsReportedAndTheOthersAreProcessed() throws {
-        let result = try Fixtures.runSpotter(["detect", "/nonexistent/a.png", Fixtures.shared.appendingPathComponent("images/coffee.png").path,
-                                              "--json", "--model", Self.model])
+        // The picture whose top detection LiteRT is surest of: its line lists detections.
+        let picture = LiteRT.picturePath(try #require(LiteRT.surest?.name, "no shared picture with a clear LiteRT detection"))
+        let result = try Fixtures.runSpotter(["detect", "/nonexistent/a.png", picture, "--json", "--model", Self.model])
         #expect(result.status == 1)
         #expect(result.errors.contains("/nonexistent/a.png"))
-        #expect(result.output.contains("\"cup\""))
+        let lines = result.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.count == 1 && !((lines.first?["detections"] as? [Any]) ?? []).isEmpty, "\(result.output)")
     }
 
     @Test func negativeThresholdGetsAMessageAboutTheValue() throws {
