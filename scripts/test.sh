@@ -66,7 +66,7 @@ took "check_cli"
 # Rectangle detection (issue 36: tuned on one family of rendered pictures, measured on others):
 # - the set it was tuned on, against issue 12's bar (every corner within 5% of the diagonal);
 # - a held-out set (other backgrounds and kinds of object, never tuned on), corners within 2.5%,
-#   against a floor a little under what it reaches today (0.756 on this set), so that tuning
+#   against a floor a little under what it reaches today (0.765 on this set), so that tuning
 #   that helps only the tuned set cannot pass unnoticed;
 # - real photos with hand-marked corners: no false rectangles beyond 2 of the 16 empty ones.
 "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles --within 0.05 --floor 0.95,0.01,0.1 \
@@ -77,7 +77,7 @@ if ! cmp -s scripts/make_rectangle_set.py "$stamp" || [ ! -f fixtures-generated/
   "$venv/bin/python" scripts/make_rectangle_set.py --family heldout --seed 1 --out fixtures-generated/rectangles-heldout 2>&1 | grep -v "libpng warning"
   cp scripts/make_rectangle_set.py "$stamp"
 fi
-"$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles-heldout --floor 0.75,0.01,0.1 \
+"$venv/bin/python" scripts/check_rectangles.py .build/release/spotter fixtures-generated/rectangles-heldout --floor 0.76,0.01,0.1 \
   2>&1 | grep -v "libpng warning" | tee .build/check-rectangles-heldout.log
 grep -q "^passed" .build/check-rectangles-heldout.log || { echo "rectangle detection fell below its floor on the held-out set"; exit 1; }
 "$venv/bin/python" scripts/check_rectangles.py .build/release/spotter scripts/rectangles-real-photos.json --floor 0,0.02,0.125 \
