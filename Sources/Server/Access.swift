@@ -219,14 +219,20 @@ final class Sessions: Sendable {
 
 /// Failed logins (and wrong bearer tokens) per client address: after ``maxFailures`` within a
 /// minute, the address waits until the oldest of them is a minute old.
-final class LoginLimiter: Sendable {
-    static let maxFailures = 10
-    static let window: TimeInterval = 60
+package final class LoginLimiter: Sendable {
+    package static let maxFailures = 10
+    package static let window: TimeInterval = 60
     private let state = Mutex<[String: [Date]]>([:])
+    /// The time now (tests give their own).
+    private let clock: @Sendable () -> Date
 
-    func recordFailure(_ client: String) {
+    package init(clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.clock = clock
+    }
+
+    package func recordFailure(_ client: String) {
         state.withLock { failures in
-            let now = Date()
+            let now = clock()
             if failures.count > 10_000 { failures = failures.filter { $0.value.contains { now.timeIntervalSince($0) < Self.window } } }
             failures[client, default: []].append(now)
             failures[client] = failures[client]!.filter { now.timeIntervalSince($0) < Self.window }.suffix(Self.maxFailures)
@@ -234,9 +240,9 @@ final class LoginLimiter: Sendable {
     }
 
     /// Seconds `client` must wait before trying again, nil when it may try now.
-    func wait(for client: String) -> Int? {
+    package func wait(for client: String) -> Int? {
         state.withLock { failures in
-            let now = Date()
+            let now = clock()
             let recent = (failures[client] ?? []).filter { now.timeIntervalSince($0) < Self.window }
             failures[client] = recent.isEmpty ? nil : recent
             guard recent.count >= Self.maxFailures, let oldest = recent.first else { return nil }
