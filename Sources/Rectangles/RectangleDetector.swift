@@ -32,15 +32,16 @@ public struct RectangleObservation: Sendable, Equatable {
 /// Apple Vision's `VNDetectRectanglesRequest` does, with the same options and defaults.
 ///
 /// Method: luma at a working scale (shorter side about 240 pixels; 320 for a second look when
-/// nothing or only a weak rectangle is found, see ``Options/retriesAtFinerScale``), smoothing, gradients,
-/// thin edges with hysteresis, edge chains split into straight segments, collinear segments merged
-/// into lines (so a side broken by an occluder, a shadow or texture stays one line), the lines with the
-/// most edge along them kept, quadrilaterals from four of them meeting at corners, each scored by the fraction of its outline that has a matching
-/// edge and ranked by that, its contrast, its size and how little edges run on past its corners
-/// (weights fitted on a rendered set), each side moved out onto a well-supported parallel edge just
-/// outside it (a sign's border, a screen's bezel), or to where a rim's colour ends when that edge is
-/// broken, then every side re-fitted at full resolution to
-/// sub-pixel edge positions and the corners taken as the refined sides' intersections.
+/// nothing or only a weak rectangle is found, see ``Options/retriesAtFinerScale``), smoothing,
+/// gradients, thin edges with hysteresis, edge chains split into straight segments, collinear
+/// segments merged into lines (so a side broken by an occluder, a shadow or texture stays one
+/// line), the lines with the most edge along them kept, quadrilaterals from four of them meeting at
+/// corners, each scored by the fraction of its outline that has a matching edge and ranked by that,
+/// its contrast, its size and how little edges run on past its corners (weights fitted on a
+/// rendered set), each side moved out onto a well-supported parallel edge just outside it (a sign's
+/// border, a screen's bezel), or to where a rim's colour ends when that edge is broken, then every
+/// side re-fitted at full resolution to sub-pixel edge positions and the corners taken as the
+/// refined sides' intersections.
 ///
 /// ```swift
 /// let detector = RectangleDetector(options: .init(maximumObservations: 0))
