@@ -126,6 +126,19 @@ def main():
     cv2.imwrite(os.path.join(OUT, "sign-by-branch.png"), image)
     truth["sign-by-branch"] = [np.array(sign).round(4).tolist()]
 
+    # A yellow card beside a larger frame of light wire (2 pixels thick) with the background on
+    # both sides of it: both are rectangles, the card's sides are boundaries, the frame's are not.
+    # Truth: the card, then the wire's centre line.
+    card, frame = rectangle(180, 240, 200, 140, 8), rectangle(470, 240, 240, 170, -6)
+    image = canvas()
+    fill(image, card, (60, 200, 220))
+    for k in range(4):
+        a, b = np.array(frame[k]), np.array(frame[(k + 1) % 4])
+        u = (b - a) / np.linalg.norm(b - a); n = np.array([-u[1], u[0]])
+        fill(image, [a - u - n, b + u - n, b + u + n, a - u + n], (215, 215, 215))
+    cv2.imwrite(os.path.join(OUT, "card-and-wire-frame.png"), image)
+    truth["card-and-wire-frame"] = [np.array(card).round(4).tolist(), np.array(frame).round(4).tolist()]
+
     with open(os.path.join(OUT, "truth.json"), "w") as f:
         json.dump(truth, f, indent=1)
     print(f"make_rectangle_fixtures: {len(truth)} pictures in {OUT}")

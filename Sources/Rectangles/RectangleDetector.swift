@@ -38,7 +38,8 @@ public struct RectangleObservation: Sendable, Equatable {
 /// line), the lines with the most edge along them kept, quadrilaterals from four of them meeting at
 /// corners, each scored by the fraction of its outline that has a matching edge and ranked by that,
 /// its contrast, its size and how little edges run on past its corners (weights fitted on a
-/// rendered set), each side moved out onto a well-supported parallel edge just outside it (a sign's
+/// rendered set), lowered when a side has little colour step across it (a wire, not a boundary),
+/// each side moved out onto a well-supported parallel edge just outside it (a sign's
 /// border, a screen's bezel), or to where a rim's colour ends when that edge is broken, then every
 /// side re-fitted at full resolution to sub-pixel edge positions and the corners taken as the
 /// refined sides' intersections.
@@ -158,7 +159,8 @@ public struct RectangleDetector: Sendable {
         var keptBoxes: [Rect] = []
         let toUpright = orientation.map(from: image.size)
         let upright = orientation.uprightSize(image.size)
-        for candidate in quads {
+        var order = QuadFinder.PenalizedOrder(finder: finder, quads: quads)
+        while let candidate = order.next() {
             if options.maximumObservations > 0 && kept.count >= options.maximumObservations { break }
             let quad = finder.widened(finder.outerFrame(of: candidate, among: quads))
             guard quad.confidence >= options.minimumConfidence else { continue }

@@ -76,6 +76,17 @@ enum Drawn {
         #expect(Drawn.error(first.corners, truth) < 0.5, "\(first.corners) vs \(truth)")
     }
 
+    /// A yellow card beside a larger frame of thin wire with the background on both sides of it:
+    /// both are rectangles, but the card's sides are boundaries and the wire's are not, so the card
+    /// comes first (ranked by size and support alone, the frame did) and the frame still follows.
+    @Test func aBoundaryRanksAboveAThinWireFrame() throws {
+        let truth = try Drawn.corners("card-and-wire-frame")
+        let found = try Self.detect("card-and-wire-frame", .init(maximumObservations: 0))
+        let first = try #require(found.first)
+        #expect(Drawn.error(first.corners, truth[0]) < 1, "first \(first.corners) vs the card \(truth[0])")
+        #expect(found.dropFirst().contains { Drawn.error($0.corners, truth[1]) < 3 }, "the frame \(truth[1]) not among \(found.map(\.corners))")
+    }
+
     /// Bigger pictures are averaged down by larger factors (2 to 10 here), in pixel formats of one,
     /// three and four bytes: the corners found stay on the drawn ones.
     @Test(arguments: [(1, PixelFormat.rgb24), (2, .rgb24), (3, .bgra), (5, .gray8), (3, .gray8)])
