@@ -332,21 +332,22 @@ def main():
         # waking timed out (no database for longer than the outage grace). Once it has, the nodes
         # may rebalance and hand some back to it under a new lease, so what counts is that each
         # runs on exactly one node, the one the database names.
-        def stopped(i):
-            log = paused.output()[mark:]
+        def stopped(i, log):
             return f"lost source {i} (generation {after[i][1]})" in log or f"stopping {len(held)} sources another node may have taken" in log
 
         def fenced():
-            lost = all(stopped(i) for i in held)
+            log = paused.output()[mark:]
+            lost = all(stopped(i, log) for i in held)
             owners = {line.split("|")[0]: line.split("|")[1] for line in database.rows("SELECT id, owner FROM sources WHERE lease_expires > now()")}
             runs = {node.name: node.running() for node in survivors}
             once = all([name for name, mine in runs.items() if i in mine] == [owners.get(i)] for i in held)
             return lost and once
 
         ok = wait_until(fenced, 5 + 2, step=0.1)
+        log = paused.output()[mark:]
         check(f"one lease period after SIGCONT {paused.name} has stopped each of them under the lease it lost; each runs on one node, its owner", ok,
               {"running": {node.name: sorted(node.running()) for node in survivors},
-               "stopped": [i for i in held if stopped(i)], "log": paused.output()[mark:][-2000:]})
+               "stopped": [i for i in held if stopped(i, log)], "log": log[-2000:]})
         print(f"info  the woken node let go {time.time() - woke:.1f} s after SIGCONT", flush=True)
 
         # events of every source on every node: the outbox's clip_finished rows against what the
