@@ -194,24 +194,16 @@ struct QuadFinder {
         let length = p.distance(to: q)
         guard length >= 4 else { return 0 }
         let along = (q - p) * (1 / length), across = Point(x: -along.y, y: along.x)
-        let w = planes[0].width, h = planes[0].height
         var steps: [Float] = []
         steps.reserveCapacity(Int(length))
         for t in stride(from: 0.1 * length, through: 0.9 * length, by: 1) {
             let centre = p + along * t
-            // The pixel indices of the two bands, or nil when one is off the picture.
-            let bands = [-1.0, 1.0].map { side in
-                (2...4).map { depth -> Int? in
-                    let s = centre + across * (side * Double(depth))
-                    let x = Int((s.x + 0.5).rounded(.down)), y = Int((s.y + 0.5).rounded(.down))
-                    return x >= 0 && y >= 0 && x < w && y < h ? y * w + x : nil
-                }
-            }
-            guard bands.allSatisfy({ $0.allSatisfy { $0 != nil } }) else { continue }
-            let largest = planes.map { plane in
-                abs(bands[0].reduce(0) { $0 + plane.pixels[$1!] } - bands[1].reduce(0) { $0 + plane.pixels[$1!] }) / 3
-            }.max()!
-            steps.append(largest)
+            let inside = (2...4).compactMap { pixel(centre - across * Double($0)) }
+            let outside = (2...4).compactMap { pixel(centre + across * Double($0)) }
+            guard inside.count == 3, outside.count == 3 else { continue }
+            steps.append(planes.map { plane in
+                abs(inside.reduce(0) { $0 + plane.pixels[$1] } - outside.reduce(0) { $0 + plane.pixels[$1] }) / 3
+            }.max()!)
         }
         guard !steps.isEmpty else { return 0 }
         steps.sort()
@@ -332,19 +324,24 @@ struct QuadFinder {
     /// The mean colour (one value per plane) of the band beside the middle 80% of `line` from
     /// `from` to `to` working pixels along `outward` (negative: inside), or nil when it is off the picture.
     func bandColour(_ line: Line, from: Double, to: Double, outward: Point) -> [Double]? {
-        let w = planes[0].width, h = planes[0].height
         var sums = [Double](repeating: 0, count: planes.count), count = 0
         let inset = 0.1 * line.length
         for t in stride(from: line.start + inset, through: line.end - inset, by: 1) {
             for offset in stride(from: min(from, to), through: max(from, to), by: 1) {
-                let p = line.point(at: t) + outward * offset
-                let x = Int((p.x + 0.5).rounded(.down)), y = Int((p.y + 0.5).rounded(.down))
-                guard x >= 0, y >= 0, x < w, y < h else { continue }
-                for (k, plane) in planes.enumerated() { sums[k] += Double(plane.pixels[y * w + x]) }
+                guard let i = pixel(line.point(at: t) + outward * offset) else { continue }
+                for (k, plane) in planes.enumerated() { sums[k] += Double(plane.pixels[i]) }
                 count += 1
             }
         }
         return count > 0 ? sums.map { $0 / Double(count) } : nil
+    }
+
+    /// The index in the working-scale planes of the pixel that holds `p` (working pixels, pixel
+    /// centres at whole numbers), or nil when it is off the picture.
+    func pixel(_ p: Point) -> Int? {
+        let w = planes[0].width, h = planes[0].height
+        let x = Int((p.x + 0.5).rounded(.down)), y = Int((p.y + 0.5).rounded(.down))
+        return x >= 0 && y >= 0 && x < w && y < h ? y * w + x : nil
     }
 
     /// The sides of a quadrilateral (corners in full-resolution pixels) as lines at the working
