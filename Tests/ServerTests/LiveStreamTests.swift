@@ -46,27 +46,23 @@ import TestSupport
         configuration.sources = [SourceSpec(input: SourcesTests.walk, realtime: true, loop: true)]
         try await buildApplication(configuration: configuration).test(.live) { client in
             let port = try #require(client.port)
-            let bytes: [UInt8] = try await withCheckedThrowingContinuation { continuation in
-                Thread {
+            let bytes: [UInt8] = try await Self.onItsOwnThread {
+                Result {
                     var bytes: [UInt8] = []
                     // Generous: the whole test run shares two cores; it ends after a few frames.
                     let deadline = Date().addingTimeInterval(120)
                     var pictures = 0
                     let counter = LiveStreamReader { _, _, _, _, jpeg in if jpeg != nil { pictures += 1 } }
-                    do {
-                        // As generous between bytes: the source's first frames can wait that long
-                        // for a core (CI saw 30 s pass after the stream's opening bytes).
-                        try HTTPStream.get("http://127.0.0.1:\(port)/api/v1/live?types=detection,source_stats",
-                                           options: .init(stallTimeout: 120), keepGoing: { Date() < deadline }) { piece in
-                            bytes.append(contentsOf: piece)
-                            return counter.feed(piece) && pictures < 5 && bytes.count < 2_000_000
-                        }
-                        continuation.resume(returning: bytes)
-                    } catch {
-                        continuation.resume(throwing: error)
+                    // As generous between bytes: the source's first frames can wait that long
+                    // for a core (CI saw 30 s pass after the stream's opening bytes).
+                    try HTTPStream.get("http://127.0.0.1:\(port)/api/v1/live?types=detection,source_stats",
+                                       options: .init(stallTimeout: 120), keepGoing: { Date() < deadline }) { piece in
+                        bytes.append(contentsOf: piece)
+                        return counter.feed(piece) && pictures < 5 && bytes.count < 2_000_000
                     }
-                }.start()
-            }
+                    return bytes
+                }
+            }.get()
             let whole = Self.read(bytes, pieces: { _ in Int.max })
             #expect(whole.failure == nil)
             let frames = whole.events.filter { $0.jpeg != nil }
@@ -97,12 +93,21 @@ import TestSupport
         #expect(quiet.failure == nil && quiet.events.map(\.type) == ["clip_started"])
     }
 
+    /// `body` (blocking network I/O) run on a thread of its own, awaited: run on a thread of the
+    /// cooperative pool, it would hold that thread while the in-process server's handlers, which
+    /// run on the same pool, answer it. On two cores, with every suite running, this test's server
+    /// once took over 30 s to answer (likely for want of a pool thread), and the request ended as
+    /// a stall, not a 404.
+    static func onItsOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in Thread { continuation.resume(returning: body()) }.start() }
+    }
+
     @Test func httpStreamReportsStatusesAndRefusedConnections() async throws {
         try await ServerFixtures.application().test(.live) { client in
             let port = try #require(client.port)
-            #expect(throws: StoreError.httpStatus(url: "http://127.0.0.1:\(port)/nothing-here", status: 404)) {
-                try HTTPStream.get("http://127.0.0.1:\(port)/nothing-here", keepGoing: { true }) { _ in true }
-            }
+            let url = "http://127.0.0.1:\(port)/nothing-here"
+            let outcome = await Self.onItsOwnThread { Result { try HTTPStream.get(url, keepGoing: { true }) { _ in true } } }
+            #expect(throws: StoreError.httpStatus(url: url, status: 404)) { try outcome.get() }
         }
         #expect {
             try HTTPStream.get("http://127.0.0.1:9/", options: .init(connectTimeout: 2), keepGoing: { true }) { _ in true }
