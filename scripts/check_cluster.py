@@ -91,6 +91,20 @@ class Postgres:
         if not ready:
             raise RuntimeError("PostgreSQL did not start")
 
+    def require_password(self, role, password):
+        """A superuser `role` that must sign in with `password` over TCP (SCRAM), the others still trusted."""
+        self.rows(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD '{password}'")
+        hba = f"{self.folder}/data/pg_hba.conf"
+        with open(hba) as f:
+            rules = f.read()
+        with open(hba, "w") as f:
+            f.write(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + rules)
+        self.rows("SELECT pg_reload_conf()")
+        # the reload is asynchronous: wait until signing in without the password fails
+        bare = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
+        wait_until(lambda: subprocess.run([f"{self.bin}/psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", role, "-d", "spotter", "-w", "-c", "SELECT 1"],
+                                          capture_output=True, env=bare).returncode != 0, 10)
+
     def rows(self, sql):
         out = subprocess.run([f"{self.bin}/psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "spotter", "-d", "spotter", "-At", "-F", "|", "-c", sql],
                              check=True, capture_output=True, text=True).stdout
@@ -250,6 +264,17 @@ def main():
         check("a database that does not answer is one line of error (exit 1, no password shown)",
               unreachable.returncode != 0 and "database" in message and "secret" not in message and len(message.splitlines()) <= 2,
               (unreachable.returncode, message))
+        # The password from PGPASSWORD, not the command line: a role that must give one (SCRAM).
+        database.require_password("guarded", "pw-from-environment")
+        guarded = f"postgres://guarded@127.0.0.1:{database.port}/spotter"
+        answers = [subprocess.run([spotter, "cluster", "status", "--database", guarded, "--json"], capture_output=True, text=True, timeout=30,
+                                  env=dict(os.environ, PGPASSWORD=password)) for password in ("pw-from-environment", "wrong")]
+        listed = json.loads(answers[0].stdout).get("sources", []) if answers[0].returncode == 0 else []
+        check("`cluster status` signs in with PGPASSWORD's password when the URL has none (a role PostgreSQL asks a SCRAM password of), "
+              "and a wrong one is one line of error that shows no password",
+              {s["id"] for s in listed} == set(before) and answers[1].returncode != 0
+              and "wrong" not in answers[1].stderr and len(answers[1].stderr.strip().splitlines()) <= 2,
+              (answers[0].returncode, answers[0].stderr[-300:], answers[1].returncode, answers[1].stderr[-300:]))
 
         # live view relayed: node 2's live stream of a source node 1 runs carries its frames
         remote = next((i for i, (owner, _) in before.items() if owner == "n1"), None)

@@ -64,10 +64,11 @@ def request(port, method, path, body=None, headers=None, timeout=30):
 
 
 class Server:
-    def __init__(self, spotter, album, *extra):
+    def __init__(self, spotter, album, *extra, environment=None):
         self.port = free_port()
         self.process = subprocess.Popen([spotter, "serve", "--album", album, "--port", str(self.port), "--model", MODEL, "--threads", "1",
-                                         *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                         *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                        env=None if environment is None else dict(os.environ, **environment))
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -284,6 +285,24 @@ def token_checks(spotter, work):
         check("a signed-in session still works meanwhile", status == 200, status)
     finally:
         server.stop()
+    # The token from the environment, where other local users cannot read it (ps shows arguments).
+    server = Server(spotter, album, environment={"SPOTTER_TOKEN": TOKEN})
+    try:
+        without, _, _ = request(server.port, "GET", "/api/v1/album")
+        wrong, _, _ = request(server.port, "GET", "/api/v1/album", headers={"Authorization": f"Bearer {TOKEN}-no"})
+        right, _, _ = request(server.port, "GET", "/api/v1/album", headers={"Authorization": f"Bearer {TOKEN}"})
+        with open(f"/proc/{server.process.pid}/cmdline", "rb") as f:
+            arguments = f.read().decode(errors="replace")
+        check("serve takes SPOTTER_TOKEN when --token is not given: no token 401, a wrong one 401, the right one 200, "
+              "and the token is not among its arguments", (without, wrong, right) == (401, 401, 200) and TOKEN not in arguments,
+              (without, wrong, right))
+    finally:
+        server.stop()
+    done = subprocess.run([spotter, "serve", "--album", album, "--port", str(free_port()), "--host", "0.0.0.0"], capture_output=True,
+                          text=True, timeout=30, env=dict(os.environ, SPOTTER_TOKEN="short"))
+    check("a SPOTTER_TOKEN too short for --host 0.0.0.0 is refused as --token is (its length named)",
+          done.returncode != 0 and "has 5 characters" in done.stderr and "at least 16" in done.stderr,
+          done.stderr[-200:])
 
 
 def file_checks(spotter, work):

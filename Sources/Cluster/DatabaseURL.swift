@@ -1,7 +1,9 @@
 import Foundation
 
 /// Where a cluster's PostgreSQL database is: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
-/// (also `postgresql://`). The password is never shown: ``description`` leaves it out.
+/// (also `postgresql://`). A URL without a password takes `PGPASSWORD`'s, as libpq does, so that
+/// the password need not be a command-line argument (which every local user can read in `ps`).
+/// The password is never shown: ``description`` leaves it out.
 ///
 /// ```swift
 /// let url = try DatabaseURL("postgres://spotter@127.0.0.1:5432/spotter")
@@ -13,10 +15,11 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     public var port: Int
     public var database: String
 
-    /// Parses a `postgres://` URL.
+    /// Parses a `postgres://` URL; without a password in it, the password is `environment`'s
+    /// `PGPASSWORD`, if set.
     ///
     /// - Throws: ``ClusterError/badURL(_:reason:)`` naming what is missing or wrong.
-    public init(_ text: String) throws {
+    public init(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let shown = Self.redacting(text)
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             throw ClusterError.badURL(shown, reason: "not a URL; expected postgres://USER@HOST:PORT/DATABASE")
@@ -33,7 +36,7 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         let port = components.port ?? 5432
         guard (1...65535).contains(port) else { throw ClusterError.badURL(shown, reason: "port \(port) is out of range") }
         self.user = user.removingPercentEncoding ?? user
-        self.password = components.password.map { $0.removingPercentEncoding ?? $0 }
+        self.password = components.password.map { $0.removingPercentEncoding ?? $0 } ?? environment["PGPASSWORD"]
         self.host = host
         self.port = port
         self.database = database.removingPercentEncoding ?? database

@@ -156,7 +156,7 @@ public enum ServerError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .tokenRequired(let host):
-            return "binding \(host) lets other machines in: give a token (--token) of at least \(ServerConfiguration.minimumNetworkTokenLength) characters that every request must carry"
+            return "binding \(host) lets other machines in: give a token (--token, or SPOTTER_TOKEN in the environment) of at least \(ServerConfiguration.minimumNetworkTokenLength) characters that every request must carry"
         case .tokenTooShort(let length, let minimum):
             return "the token has \(length) characters; it needs at least \(minimum) (for example: openssl rand -hex 16)"
         case .badWebhook(let error):

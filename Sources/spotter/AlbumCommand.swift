@@ -18,7 +18,7 @@ struct AlbumCommand: ParsableCommand {
 
     /// The option every album command takes for the shared album of `spotter serve --database` nodes.
     struct ClusterOption: ParsableArguments {
-        @Option(help: ArgumentHelp("The album is the shared album of a cluster whose rows are in this database (postgres://USER@HOST:PORT/DB).",
+        @Option(help: ArgumentHelp("The album is the shared album of a cluster whose rows are in this database (postgres://USER@HOST:PORT/DB; a password in PGPASSWORD rather than the URL stays out of ps).",
                                    valueName: "url"))
         var database: String?
 

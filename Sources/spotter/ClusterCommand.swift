@@ -26,7 +26,7 @@ struct ClusterCommand: AsyncParsableCommand {
                   spotter cluster status --database postgres://spotter@127.0.0.1:5432/spotter
                 """)
 
-        @Option(help: ArgumentHelp("The cluster's database (postgres://USER@HOST:PORT/DB).", valueName: "url"))
+        @Option(help: ArgumentHelp("The cluster's database (postgres://USER@HOST:PORT/DB; a password in PGPASSWORD rather than the URL stays out of ps).", valueName: "url"))
         var database: String
 
         @Flag(help: "One JSON object: {\"nodes\": [...], \"sources\": [...]}.")

@@ -49,10 +49,11 @@ struct Serve: AsyncParsableCommand {
               spotter serve --album ~/Clips --media-dir ~/Videos   # sources may use them
               curl -s --json '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
               spotter serve --album ~/Clips --host 0.0.0.0 --token "$(openssl rand -hex 8)"
+              SPOTTER_TOKEN="$(cat ~/.spotter-token)" spotter serve --album ~/Clips --host 0.0.0.0
               spotter serve --album ~/Clips --webhook http://127.0.0.1:9000/clips
               spotter serve --album ~/Clips --faces ~/faces.sqlite   # names people
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
-              spotter serve --database postgres://spotter@db/spotter --node cams-1
+              PGPASSWORD=... spotter serve --database postgres://spotter@db/spotter --node cams-1
             """)
 
     @Option(help: "Address to bind (anything but loopback needs --token).")
@@ -64,8 +65,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The album folder to show (created if needed).")
     var album = "album"
 
-    @Option(help: "A token every request must carry (Authorization: Bearer TOKEN, or the login page's cookie).")
+    @Option(help: ArgumentHelp("A token every request must carry (Authorization: Bearer TOKEN, or the login page's cookie). Without it, SPOTTER_TOKEN's value, if set: other local users can read command-line arguments in ps, not the environment.",
+                               valueName: "token"))
     var token: String?
+
+    /// --token, or else SPOTTER_TOKEN.
+    var requiredToken: String? { token ?? ProcessInfo.processInfo.environment["SPOTTER_TOKEN"] }
 
     @Option(help: "A JSON file listing sources to start: {\"sources\": [{\"input\": ..., \"record\": true, \"classes\": [...]}]}.")
     var config: String?
@@ -107,7 +112,7 @@ struct Serve: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds a connection may send nothing (headers, body, or between requests) before it is closed.")
     var idleTimeout: Double = 30
 
-    @Option(help: ArgumentHelp("Cluster mode: a PostgreSQL database shared with other nodes (postgres://USER@HOST:PORT/DB); sources added through any node run on one of them.",
+    @Option(help: ArgumentHelp("Cluster mode: a PostgreSQL database shared with other nodes (postgres://USER@HOST:PORT/DB; the password from PGPASSWORD, not the URL, keeps it out of ps); sources added through any node run on one of them.",
                                valueName: "url"))
     var database: String?
 
@@ -122,7 +127,7 @@ struct Serve: AsyncParsableCommand {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1...65535") }
         guard maxUploadMib >= 1 else { throw ValidationError("--max-upload-mib must be at least 1") }
         // The address and token before anything loads (or downloads) a model.
-        do { try ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: "", host: host, port: port, token: token).validate() } catch {
+        do { try ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: "", host: host, port: port, token: requiredToken).validate() } catch {
             throw ValidationError("\(error)")
         }
         guard maxConnections >= 1, idleTimeout > 0 else { throw ValidationError("--max-connections and --idle-timeout must be positive") }
@@ -179,7 +184,7 @@ struct Serve: AsyncParsableCommand {
         options.resizeMode = detector.resize?.mode
         if let mean = detector.mean, let std = detector.std { options.normalization = .init(mean: [mean], std: [std]) }
         var configuration = ServerConfiguration(album: URL(fileURLWithPath: album), modelPath: try detector.modelPath, detector: options,
-                                                host: host, port: port, token: token)
+                                                host: host, port: port, token: requiredToken)
         configuration.maxUploadBytes = maxUploadMib << 20
         // --threshold, --classes and --max-results: the defaults of the detect endpoints and new sources.
         configuration.defaults = DetectionDefaults(

@@ -393,6 +393,14 @@ struct DatabaseURLTests {
         #expect(try DatabaseURL("postgresql://u@h/d").port == 5432)
     }
 
+    @Test func takesThePasswordFromPGPASSWORDWhenTheURLHasNone() throws {
+        let environment = ["PGPASSWORD": "from-env"]
+        #expect(try DatabaseURL("postgres://u@h/d", environment: environment).password == "from-env")
+        #expect(try DatabaseURL("postgres://u:given@h/d", environment: environment).password == "given")
+        #expect(try DatabaseURL("postgres://u@h/d", environment: [:]).password == nil)
+        #expect(try DatabaseURL("postgres://u@h/d", environment: environment).description == "postgres://u:***@h:5432/d")
+    }
+
     @Test(arguments: [
         ("mysql://u@h/d", "scheme"), ("postgres://h/d", "no user"), ("postgres://u@h", "no database"), ("postgres://u:secret@h:99999/d", "port"),
     ])
