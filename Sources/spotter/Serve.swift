@@ -49,11 +49,11 @@ struct Serve: AsyncParsableCommand {
               spotter serve --album ~/Clips --media-dir ~/Videos   # sources may use them
               curl -s --json '{"input": "/dev/video0"}' localhost:8080/api/v1/sources
               spotter serve --album ~/Clips --host 0.0.0.0 --token "$(openssl rand -hex 8)"
-              SPOTTER_TOKEN="$(cat ~/.spotter-token)" spotter serve --album ~/Clips --host 0.0.0.0
+              SPOTTER_TOKEN=$(cat token) spotter serve --album ~/Clips --host 0.0.0.0
               spotter serve --album ~/Clips --webhook http://127.0.0.1:9000/clips
               spotter serve --album ~/Clips --faces ~/faces.sqlite   # names people
               curl -s --data-binary @photo.jpg localhost:8080/api/v1/detect
-              PGPASSWORD=... spotter serve --database postgres://spotter@db/spotter --node cams-1
+              spotter serve --database postgres://spotter@db/spotter --node cams-1
             """)
 
     @Option(help: "Address to bind (anything but loopback needs --token).")
