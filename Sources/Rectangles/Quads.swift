@@ -249,8 +249,7 @@ struct QuadFinder {
     func bestSupported() -> (lines: [Line], support: [Double]) {
         let pool = Array(lines.prefix(Self.linePool))
         let support = pool.map { line -> Double in
-            let hits = profile(of: line, from: line.start, to: line.end).steps.reduce(0) { $0 + Int($1 & 1) }
-            return max(line.support, Double(hits))
+            max(line.support, Double(hits(along: line, from: line.start, to: line.end)))
         }
         let best = pool.indices.sorted { support[$0] != support[$1] ? support[$0] > support[$1] : $0 < $1 }.prefix(Self.lineLimit)
         return (best.map { pool[$0] }, best.map { support[$0] })
@@ -571,10 +570,25 @@ struct QuadFinder {
     /// within about 25 degrees of the line's normal and at least `supportingGradient` strong; it
     /// has contrast when any of those three pixels (edge or not) has that much gradient across.
     func profile(of line: Line, from first: Double, to last: Double) -> Profile {
+        var steps = [UInt8](repeating: 0, count: max(0, Int(last - first)) + 1)
+        scan(line, from: first, to: last) { step, value in steps[step] = value }
+        return Profile(first: first, steps: steps)
+    }
+
+    /// The number of steps from `first` to `last` that hit, as ``profile(of:from:to:)`` finds them.
+    func hits(along line: Line, from first: Double, to last: Double) -> Int {
+        var hits = 0
+        scan(line, from: first, to: last) { _, value in hits += Int(value & 1) }
+        return hits
+    }
+
+    /// ``profile(of:from:to:)``'s measure at each step, handed to `body` with the step's index:
+    /// bit 0 a hit, bit 1 contrast.
+    @inline(__always)
+    private func scan(_ line: Line, from first: Double, to last: Double, _ body: (Int, UInt8) -> Void) {
         let count = max(0, Int(last - first)) + 1
         let nx = line.normal.x, ny = line.normal.y
         let w = edges.width, h = edges.height
-        var steps = [UInt8](repeating: 0, count: count)
         edges.isEdge.withUnsafeBufferPointer { isEdge in
             edges.gx.withUnsafeBufferPointer { gxs in
                 edges.gy.withUnsafeBufferPointer { gys in
@@ -595,12 +609,11 @@ struct QuadFinder {
                                 hit = true
                             }
                         }
-                        steps[step] = (hit ? 1 : 0) | (contrast ? 2 : 0)
+                        body(step, (hit ? 1 : 0) | (contrast ? 2 : 0))
                     }
                 }
             }
         }
-        return Profile(first: first, steps: steps)
     }
 }
 
