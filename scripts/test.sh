@@ -12,6 +12,13 @@ venv="${SPOTTER_REF_VENV:-$HOME/.cache/spotter-ref-venv}"
 
 # Expected outputs from LiteRT and OpenCV, each regenerated when its script (or a peer it runs) changes.
 # They are made while the release build compiles: much of its Swift half keeps one core busy.
+# fixture NAME ARGUMENTS...: runs Python on them, its output kept in the log beside NAME and shown
+# (with the failure) only when it fails.
+fixture() {
+  local name=$1
+  shift
+  "$venv/bin/python" "$@" > "$fixtures_log.$name" 2>&1 || { cat "$fixtures_log.$name"; echo "$* failed"; return 1; }
+}
 make_fixtures() {
   for script in make_litert_fixtures make_anatomy_fixtures make_jpeg_fixtures make_model_fixtures make_rectangle_fixtures make_rectangle_set make_picture_bombs make_recording_fixtures; do
     stamp=fixtures-generated/.stamp-$script
@@ -22,7 +29,7 @@ make_fixtures() {
     [ "$script" = make_model_fixtures ] && sources="$sources scripts/peer_yolo.py scripts/peer_blazeface.py scripts/peer_faces.py Tests/Fixtures/models/attention-yolo/*.tflite $(find ../shared/images -type f | sort)"
     # shellcheck disable=SC2086
     if ! cat $sources | cmp -s - "$stamp" 2>/dev/null; then
-      "$venv/bin/python" "scripts/$script.py" > "$fixtures_log.$script" 2>&1 || { cat "$fixtures_log.$script"; echo "scripts/$script.py failed"; return 1; }
+      fixture "$script" "scripts/$script.py" || return 1
       grep -v -e "UserWarning" -e "warnings.warn" -e "XNNPACK delegate" -e "libpng warning" "$fixtures_log.$script" || true
       # shellcheck disable=SC2086
       cat $sources > "$stamp"
@@ -31,8 +38,7 @@ make_fixtures() {
   # The held-out rectangle set (issue 36), rendered by the same script as the tuned one.
   stamp=fixtures-generated/.stamp-rectangles-heldout
   if ! cmp -s scripts/make_rectangle_set.py "$stamp" || [ ! -f fixtures-generated/rectangles-heldout/truth.json ]; then
-    "$venv/bin/python" scripts/make_rectangle_set.py --family heldout --seed 1 --out fixtures-generated/rectangles-heldout > "$fixtures_log.heldout" 2>&1 \
-      || { cat "$fixtures_log.heldout"; echo "scripts/make_rectangle_set.py --family heldout failed"; return 1; }
+    fixture heldout scripts/make_rectangle_set.py --family heldout --seed 1 --out fixtures-generated/rectangles-heldout || return 1
     cp scripts/make_rectangle_set.py "$stamp"
   fi
 }
